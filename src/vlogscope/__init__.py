@@ -1,0 +1,5 @@
+"""vlogscope: log forensics for vLLM engine logs."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
