@@ -1,0 +1,263 @@
+"""Stage 4 — assemble: join physical lines into events, per process stream.
+
+One vLLM failure prints the same story many times and in pieces: every line
+of a logged traceback repeats the header (NewLineFormatter), eight tensor-
+parallel ranks write to one stdout so their tracebacks interleave line by
+line, and Python prints a raw copy after `Process EngineCore_DP0:`.  This
+stage untangles that by keeping one open event per *stream* (the innermost
+process prefix, or the unprefixed stream) and deciding, line by line, whether
+the line continues the stream's open event:
+
+* a vLLM record continues while the header key (level, time, file:line) is
+  unchanged and the line is part of a traceback, indented, or blank;
+* a raw traceback continues through frames, the exception line, indented
+  exception details and chained-exception markers.
+
+Every physical line lands in exactly one event; events come out in order of
+their first line.
+
+Examples:
+    >>> from vlogscope.records import classify, Record
+    >>> texts = ["(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9] WorkerProc failed to start.",
+    ...          "(Worker_TP1 pid=2) ERROR 01-01 00:00:00 [m.py:9] WorkerProc failed to start.",
+    ...          "(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9] Traceback (most recent call last):",
+    ...          '(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9]   File "a.py", line 1, in f',
+    ...          "(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9] ValueError: bad"]
+    >>> events = list(assemble(Record(i, classify(t)) for i, t in enumerate(texts, 1)))
+    >>> [(e.process, e.line_numbers, e.exception) for e in events]
+    [('Worker_TP0', (1, 3, 4, 5), 'ValueError: bad'), ('Worker_TP1', (2,), None)]
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from vlogscope.records import Record
+
+# An open event that has seen no line for this many input lines is closed:
+# continuations follow within a few lines even when eight ranks interleave.
+STALE_AFTER = 2000
+
+_TRACEBACK_START = "Traceback (most recent call last):"
+_CHAIN_MARKERS = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+_PROCESS_BANNER = re.compile(r"Process [\w\-]+:$")
+_FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.*))?')
+_EXCEPTION = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
+
+
+class EventKind(StrEnum):
+    RECORD = "record"  # a vLLM log record, possibly carrying a logged traceback
+    TRACEBACK = "traceback"  # a raw Python traceback (or a fragment of one)
+    UVICORN = "uvicorn"  # uvicorn's own lines, including access lines
+    UNPARSED = "unparsed"  # anything else: third-party output, prints, progress bars
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    file: str
+    line: int
+    function: str
+
+
+@dataclass(frozen=True, slots=True)
+class RaisedException:
+    """One exception of a traceback: `torch.OutOfMemoryError: CUDA out of memory...`."""
+
+    type: str
+    message: str
+    line: int  # physical line of the exception line
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A unit of meaning: one log record, one traceback, or one foreign line."""
+
+    kind: EventKind
+    line_numbers: tuple[int, ...]
+    texts: tuple[str, ...]  # message part of each physical line
+    process: str | None = None
+    pid: int | None = None
+    level: str | None = None
+    time: str | None = None
+    file: str | None = None
+    frames: tuple[Frame, ...] = ()
+    exceptions: tuple[RaisedException, ...] = ()  # chain order; the last one was raised
+
+    @property
+    def line(self) -> int:
+        return self.line_numbers[0]
+
+    @property
+    def lines(self) -> int:
+        return len(self.line_numbers)
+
+    @property
+    def message(self) -> str:
+        return self.texts[0]
+
+    @property
+    def exception(self) -> str | None:
+        """The finally raised exception as `Type: message`, if any."""
+        return str(self.exceptions[-1]) if self.exceptions else None
+
+
+class _TracebackState(StrEnum):
+    NONE = "none"  # not (yet) inside a traceback
+    HEADER = "header"  # saw `Process X:` or a chain marker, waiting for `Traceback`
+    FRAMES = "frames"
+    RAISED = "raised"  # saw the exception line
+
+
+@dataclass
+class _Builder:
+    first: Record
+    numbers: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    exceptions: list[RaisedException] = field(default_factory=list)
+    state: _TracebackState = _TracebackState.NONE
+    # The exception line being extended by indented detail lines (pydantic).
+    open_exception: RaisedException | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str | None, str | None, int | None]:
+        f = self.first.fields
+        return f.level, f.time, f.file, f.file_line
+
+    def add(self, number: int, text: str) -> None:
+        self.numbers.append(number)
+        self.texts.append(text)
+        self._advance(number, text)
+
+    def _advance(self, number: int, text: str) -> None:
+        stripped = text.strip()
+        if text.endswith(_TRACEBACK_START):
+            self._close_exception()
+            self.state = _TracebackState.FRAMES
+        elif stripped in _CHAIN_MARKERS or _PROCESS_BANNER.fullmatch(stripped):
+            self._close_exception()
+            self.state = _TracebackState.HEADER
+        elif self.state is _TracebackState.FRAMES and text[:1].isspace():
+            frame = _FRAME.fullmatch(text)
+            if frame:
+                self.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or ""))
+        elif self.state is _TracebackState.FRAMES and stripped:
+            m = _EXCEPTION.match(stripped)
+            kind, message = (m["type"], m["message"] or "") if m else (stripped, "")
+            self.open_exception = RaisedException(kind, message, number)
+            self.state = _TracebackState.RAISED
+        elif self.state is _TracebackState.RAISED and self.open_exception and stripped:
+            # Indented details and multi-line messages belong to the exception.
+            old = self.open_exception
+            self.open_exception = RaisedException(old.type, f"{old.message}\n{stripped}", old.line)
+
+    def _close_exception(self) -> None:
+        if self.open_exception is not None:
+            self.exceptions.append(self.open_exception)
+            self.open_exception = None
+
+    def accepts(self, record: Record) -> bool:
+        """Does `record` (same stream) continue this event?"""
+        f = record.fields
+        text = f.message
+        if self.first.fields.kind == "vllm":
+            if f.kind != "vllm" or (f.level, f.time, f.file, f.file_line) != self.key:
+                return False
+            return (
+                self.state is not _TracebackState.NONE
+                or text.endswith(_TRACEBACK_START)
+                or not text
+                or text[:1].isspace()
+                or not self.texts[0]  # the ASCII banner opens with an empty line
+            )
+        if f.kind != "raw" or self.first.fields.kind != "raw":
+            return False
+        stripped = text.strip()
+        if self.state is _TracebackState.HEADER:
+            return text.startswith(_TRACEBACK_START) or not stripped
+        if self.state is _TracebackState.FRAMES:
+            return True
+        if self.state is _TracebackState.RAISED:
+            return text[:1].isspace() or not stripped or stripped in _CHAIN_MARKERS
+        return False
+
+    def build(self) -> Event:
+        self._close_exception()
+        f = self.first.fields
+        if f.kind == "vllm":
+            kind = EventKind.RECORD
+        elif f.kind == "uvicorn":
+            kind = EventKind.UVICORN
+        elif self.frames or self.exceptions or self.state is not _TracebackState.NONE:
+            kind = EventKind.TRACEBACK
+        else:
+            kind = EventKind.UNPARSED
+        return Event(
+            kind=kind,
+            line_numbers=tuple(self.numbers),
+            texts=tuple(self.texts),
+            process=f.process,
+            pid=f.pid,
+            level=f.level,
+            time=f.time,
+            file=f.file,
+            frames=tuple(self.frames),
+            exceptions=tuple(self.exceptions),
+        )
+
+
+def _starts_fragment(record: Record) -> bool:
+    """A raw `  File "..."` line with no traceback open: an excerpt cut mid-trace."""
+    return record.fields.kind == "raw" and _FRAME.fullmatch(record.fields.message) is not None
+
+
+def assemble(records: Iterable[Record]) -> Iterator[Event]:
+    """Group records into events, yielded in order of their first line."""
+    open_by_stream: dict[tuple[str | None, int | None], _Builder] = {}
+    done: list[tuple[int, Event]] = []  # heap of finished events by first line
+    last_seen: dict[tuple[str | None, int | None], int] = {}
+
+    def finish(stream: tuple[str | None, int | None]) -> None:
+        builder = open_by_stream.pop(stream)
+        event = builder.build()
+        heapq.heappush(done, (event.line, event))
+
+    def flush_ready() -> Iterator[Event]:
+        oldest_open = min((b.numbers[0] for b in open_by_stream.values()), default=None)
+        while done and (oldest_open is None or done[0][0] < oldest_open):
+            yield heapq.heappop(done)[1]
+
+    for number, record in enumerate(records):
+        f = record.fields
+        stream = (f.process, f.pid)
+        builder = open_by_stream.get(stream)
+        if builder is not None and builder.accepts(record):
+            builder.add(record.number, f.message)
+        else:
+            if builder is not None:
+                finish(stream)
+            builder = _Builder(record)
+            if _starts_fragment(record):
+                builder.state = _TracebackState.FRAMES
+            builder.add(record.number, f.message)
+            open_by_stream[stream] = builder
+        last_seen[stream] = number
+        if number % 256 == 0:
+            for other in [s for s, n in last_seen.items() if number - n > STALE_AFTER]:
+                del last_seen[other]
+                if other in open_by_stream:
+                    finish(other)
+        yield from flush_ready()
+    for stream in list(open_by_stream):
+        finish(stream)
+    yield from flush_ready()

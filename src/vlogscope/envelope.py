@@ -1,0 +1,80 @@
+"""Stage 2 — envelope: peel off what others wrapped around vLLM's lines.
+
+vLLM's own format only starts after whatever the terminal, the container
+runtime or the log shipper added: ANSI colours (vLLM colours its own prefix
+even in files before 0.12), docker-compose's `vllm-1  | `, kubectl's
+`--timestamps` RFC 3339 stamp, journald/syslog's `Aug 19 18:34:30 host
+vllm[8707]: `, CI runners' time stamps, and Ray's ` [repeated 7x across
+cluster]` suffix.  Later stages see only the inner text; what was removed is
+kept beside it so that nothing is lost.
+
+Examples:
+    >>> line = unwrap(PhysicalLine(7, "vllm-1  | \\x1b[1;36m(APIServer pid=1)\\x1b[0;0m INFO x"))
+    >>> line.text, line.wrapper
+    ('(APIServer pid=1) INFO x', 'vllm-1  | ')
+    >>> unwrap(PhysicalLine(1, "2025-05-14T09:10:07.123456789Z ERROR 05-14 09:10:07 a")).text
+    'ERROR 05-14 09:10:07 a'
+    >>> unwrap(PhysicalLine(2, "Aug 19 18:34:30 gpu7 vllm[8707]: (APIServer pid=8707) hi")).text
+    '(APIServer pid=8707) hi'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vlogscope.source import PhysicalLine
+
+# CSI (colours, cursor moves, screen clears), OSC (titles, hyperlinks) and the
+# APC time stamps Buildkite injects (`ESC _bk;t=1700000000000 BEL`).
+_ESCAPES = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b_[^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[@-Z\\-_]"
+)
+
+# One alternation per wrapper; each is anchored and cheap to reject.
+_WRAPPERS = re.compile(
+    # kubectl --timestamps, GitHub Actions: RFC 3339 with fraction and zone.
+    r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2}) "
+    # Buildkite / generic bracketed ISO time stamp.
+    r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+Z?\] "
+    # journald / syslog: `Aug 19 18:34:30 host unit[pid]: `.
+    r"|[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} \S+ [\w.@/-]+(?:\[[0-9]+\])?: "
+    # docker compose: `service-1  | `.
+    r"|[a-z0-9][\w.-]*(?:-[0-9]+)? +\| ?)+"
+)
+
+_RAY_REPEATED = re.compile(r" \[repeated [0-9]+x across cluster\](?: \(Ray deduplicates.*\))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class UnwrappedLine:
+    """A physical line with outer wrappers removed; `wrapper` is what went."""
+
+    number: int
+    text: str
+    wrapper: str = ""
+
+
+def strip_escapes(text: str) -> str:
+    """Remove terminal escape sequences (colours, OSC hyperlinks, clears)."""
+    return _ESCAPES.sub("", text) if "\x1b" in text else text
+
+
+def unwrap(line: PhysicalLine) -> UnwrappedLine:
+    """Remove escape codes, then any container/shipper prefixes and Ray suffix."""
+    text = strip_escapes(line.text)
+    wrapper = ""
+    match = _WRAPPERS.match(text)
+    if match:
+        wrapper = match.group(0)
+        text = text[match.end() :]
+    if text.endswith("x across cluster]") or "(Ray deduplicates" in text:
+        suffix = _RAY_REPEATED.search(text)
+        if suffix:
+            wrapper += suffix.group(0)
+            text = text[: suffix.start()]
+    return UnwrappedLine(line.number, text, wrapper)

@@ -1,0 +1,173 @@
+"""Stage 6 — findings: signature matches become findings, then one root cause.
+
+A failed launch prints its cause once per rank, then a cascade of symptoms
+(`WorkerProc initialization failed`, `Engine core initialization failed.
+See root cause above`).  This stage groups the matches of each signature
+into one finding (so the same error on eight ranks says "8/8 ranks"), fills
+the explanation and fix templates with captures and facts, and ranks:
+exactly one error finding is the root cause — causes before symptoms, more
+specific signatures before generic ones, earlier before later — and every
+other error finding is linked under it as a symptom.
+
+Examples:
+    >>> render("KV cache holds {tokens} tokens; max_model_len is {max_model_len}",
+    ...        {"tokens": "12,288"}, {"max_model_len": 32768})
+    'KV cache holds 12,288 tokens; max_model_len is 32768'
+    >>> render("{missing} stays readable", {}, {})
+    '(unknown missing) stays readable'
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from vlogscope.facts import WORKER_PREFIXES, Facts
+from vlogscope.reprs import PyValue
+from vlogscope.signatures import Match, Role, Severity
+
+MAX_EVIDENCE = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    line: int
+    text: str
+    process: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What went wrong, why, how to fix it, and the lines that prove it."""
+
+    id: str
+    category: str
+    severity: Severity
+    title: str
+    explanation: str
+    fix: tuple[str, ...]
+    evidence: tuple[Evidence, ...]
+    confidence: float
+    role: Role = Role.CAUSE
+    priority: int = 50
+    references: tuple[str, ...] = ()
+    processes: tuple[str, ...] = ()
+    ranks: str | None = None  # "8/8 ranks" when the same error came from several ranks
+    root_cause: bool = False
+    symptom_of: str | None = None
+    symptoms: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> int:
+        return min((e.line for e in self.evidence), default=0)
+
+
+class _Lenient(string.Formatter):
+    """Fills `{name}` from captures, then facts; a missing name reads as unknown."""
+
+    def __init__(self, captures: Mapping[str, str], facts: Mapping[str, PyValue]) -> None:
+        self.captures, self.facts = captures, facts
+
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        name = str(key)
+        if name in self.captures:
+            return self.captures[name]
+        if self.facts.get(name) is not None:
+            return self.facts[name]
+        return f"(unknown {name})"
+
+
+def render(template: str, captures: Mapping[str, str], facts: Mapping[str, PyValue]) -> str:
+    try:
+        return _Lenient(captures, facts).vformat(template, (), {})
+    except (ValueError, IndexError, KeyError, AttributeError):
+        return template  # a malformed template is shown as written, never fatal
+
+
+def _process_label(match: Match) -> str | None:
+    event = match.event
+    if event.process is None and event.pid is None:
+        return None
+    return f"{event.process or 'pid'} pid={event.pid}" if event.pid is not None else event.process
+
+
+def _rank_summary(processes: Sequence[str], facts: Facts) -> str | None:
+    workers = [p for p in processes if p.startswith(WORKER_PREFIXES)]
+    if len(workers) < 2:
+        return None
+    total = max(
+        len(workers),
+        int(str(facts.value("worker_processes", 0) or 0)),
+        _world_size(facts),
+    )
+    return f"{len(workers)}/{total} ranks"
+
+
+def _world_size(facts: Facts) -> int:
+    size = 1
+    for name in ("tensor_parallel_size", "pipeline_parallel_size"):
+        value = facts.value(name)
+        if isinstance(value, int):
+            size *= value
+    return size
+
+
+def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
+    """One finding per signature, its evidence the distinct matched lines."""
+    grouped: dict[str, list[Match]] = {}
+    for match in matches:
+        grouped.setdefault(match.signature.id, []).append(match)
+    fact_values = facts.as_dict()
+    findings = []
+    for group in grouped.values():
+        group.sort(key=lambda m: m.line)
+        sig, first = group[0].signature, group[0]
+        evidence: list[Evidence] = []
+        seen_texts: set[str] = set()
+        for m in group:
+            if m.text not in seen_texts and len(evidence) < MAX_EVIDENCE:
+                seen_texts.add(m.text)
+                evidence.append(Evidence(m.line, m.text, _process_label(m)))
+        processes = tuple(dict.fromkeys(p for m in group if (p := _process_label(m))))
+        captures = {**first.captures, "line": str(first.line)}
+        findings.append(
+            Finding(
+                id=sig.id,
+                category=sig.category,
+                severity=sig.severity,
+                title=render(sig.title, captures, fact_values),
+                explanation=render(sig.explain, captures, fact_values),
+                fix=tuple(render(f, captures, fact_values) for f in sig.fix),
+                evidence=tuple(evidence),
+                confidence=sig.confidence,
+                role=sig.role,
+                priority=sig.priority,
+                references=sig.references,
+                processes=processes,
+                ranks=_rank_summary(processes, facts),
+            )
+        )
+    return findings
+
+
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """Mark exactly one error finding as root cause; link the other errors to it.
+
+    Order of the result: root cause, its symptoms, then warnings and infos.
+    """
+    items = list(findings)
+    errors = [f for f in items if f.severity is Severity.ERROR]
+    if not errors:
+        return sorted(items, key=lambda f: (f.severity is not Severity.WARNING, f.line))
+    root = min(errors, key=lambda f: (f.role is not Role.CAUSE, -f.priority, f.line))
+    symptoms = sorted((f for f in errors if f is not root), key=lambda f: f.line)
+    root = replace(
+        root,
+        root_cause=True,
+        symptoms=tuple(f"line {s.line}: {s.title}" for s in symptoms),
+    )
+    linked = [replace(s, symptom_of=root.id) for s in symptoms]
+    rest = sorted((f for f in items if f.severity is not Severity.ERROR), key=lambda f: f.line)
+    return [root, *linked, *rest]

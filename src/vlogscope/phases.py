@@ -1,0 +1,125 @@
+"""Start-up milestones: how far a launch got before the log stops.
+
+A launch that dies without an error record (killed by the OOM killer, a
+supervisor's timeout, a truncated paste) can still be located: vLLM prints a
+known line at each stage of start-up.  The table below lists them in the
+order they happen, with templates from 0.4 to 0.34; the furthest stage seen
+is the phase the run reached.  Phases `engine ready` and later mean start-up
+completed.
+
+Examples:
+    >>> from vlogscope.assemble import Event, EventKind
+    >>> tracker = PhaseTracker()
+    >>> tracker.observe(Event(EventKind.RECORD, (40,), ("Starting to load model /m...",)))
+    >>> tracker.facts()["last_phase"]
+    ('weight loading', 40)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vlogscope.assemble import Event, EventKind
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    name: str
+    marker: re.Pattern[str]
+
+
+PHASES = (
+    Phase("argument parsing", re.compile(r"non-default args:|^args: |vLLM API server version|█")),
+    Phase("engine configuration", re.compile(r"LLM engine \(v|Resolved architecture:")),
+    Phase(
+        "distributed set-up",
+        re.compile(
+            r"vLLM is using nccl|Found nccl from library|world_size=\d+ rank=\d+"
+            r"|rank \d+ in world size|init_distributed_environment"
+        ),
+    ),
+    Phase(
+        "weight loading",
+        re.compile(
+            r"Starting to load model|Loading model from scratch|checkpoint shards"
+            r"|Loading weights took|[Mm]odel (?:loading|weights) took"
+        ),
+    ),
+    Phase(
+        "torch.compile",
+        re.compile(
+            r"Dynamo bytecode transform|Compiling a graph for|torch\.compile take|torch\.compile took"
+        ),
+    ),
+    Phase(
+        "memory profiling and KV-cache sizing",
+        re.compile(
+            r"Memory profiling takes|Available KV cache memory|KV cache size: [\d,]+ tokens"
+            r"|# \w+ blocks: \d+|Maximum concurrency for"
+        ),
+    ),
+    Phase(
+        "CUDA graph capture",
+        re.compile(
+            r"Capturing CUDA graph|Capturing cudagraphs|Capturing the model for CUDA graphs"
+            r"|Graph capturing finished"
+        ),
+    ),
+    Phase(
+        "engine ready",
+        re.compile(r"init engine \(profile, create kv cache, warmup model\) took"),
+    ),
+    Phase(
+        "API server ready",
+        re.compile(
+            r"Starting vLLM (?:API )?server|Available routes are:|Application startup complete"
+            r"|Uvicorn running on"
+        ),
+    ),
+    Phase(
+        "serving",
+        re.compile(
+            r"Avg prompt throughput|Received request|Added request|Processed prompts"
+            r"|\" [0-9]{3}(?: [A-Za-z ]+)?$"
+        ),
+    ),
+    Phase("shutdown", re.compile(r"Shutting down|shutdown complete|\[shutdown\]")),
+)
+
+READY_INDEX = next(i for i, p in enumerate(PHASES) if p.name == "engine ready")
+SHUTDOWN_INDEX = len(PHASES) - 1
+
+
+class PhaseTracker:
+    """Remembers the furthest start-up phase seen, where, and whether shutdown began.
+
+    Shutdown is tracked apart: a failed start-up also prints `[shutdown]` lines,
+    and they must not count as having got past start-up.
+    """
+
+    def __init__(self) -> None:
+        self._furthest = -1
+        self._line = 0
+        self._shutdown_line: int | None = None
+
+    def observe(self, event: Event) -> None:
+        if event.kind not in (EventKind.RECORD, EventKind.UVICORN, EventKind.UNPARSED):
+            return
+        text = event.message
+        if self._shutdown_line is None and PHASES[SHUTDOWN_INDEX].marker.search(text):
+            self._shutdown_line = event.line
+            return
+        for index in range(SHUTDOWN_INDEX - 1, self._furthest, -1):
+            if PHASES[index].marker.search(text):
+                self._furthest, self._line = index, event.line
+                return
+
+    def facts(self) -> dict[str, tuple[str | bool, int]]:
+        found: dict[str, tuple[str | bool, int]] = {}
+        if self._furthest >= 0:
+            found["last_phase"] = (PHASES[self._furthest].name, self._line)
+            found["startup_complete"] = (self._furthest >= READY_INDEX, self._line)
+        if self._shutdown_line is not None:
+            found["shutdown_seen"] = (True, self._shutdown_line)
+        return found

@@ -1,0 +1,121 @@
+"""The pipeline, end to end: one source in, one Diagnosis out.
+
+    source -> envelope -> records -> assemble -> facts + signature matches
+           -> rules and ranking -> Diagnosis
+
+Each stage is a module; this one only wires them together, reading the input
+exactly once.  Events are kept (the notebook API shows them); everything
+else is computed while they stream past.
+
+Examples:
+    >>> import io
+    >>> from vlogscope.source import Source
+    >>> data = b"INFO 05-14 09:10:07 api_server.py:1] vLLM API server version 0.5.0\\n"
+    >>> d = analyze(Source.from_stream("<stdin>", io.BytesIO(data)))
+    >>> d.lines, d.facts.value("vllm_version")
+    (1, '0.5.0')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from vlogscope.assemble import Event, EventKind, assemble
+from vlogscope.envelope import unwrap
+from vlogscope.facts import Facts, FactCollector
+from vlogscope.findings import Finding, from_matches, rank
+from vlogscope.records import read_record
+from vlogscope.rules import (
+    engine_died_silently,
+    kv_dtype_from_checkpoint,
+    residue,
+    unrecognized_error,
+)
+from vlogscope.signatures import Match, Role, Severity, Signature, load_signatures, match_event
+from vlogscope.source import Source
+
+# Levels whose records every signature is tried on; INFO/DEBUG records only
+# meet signatures that ask for those levels, which keeps the hot path cheap.
+_ALWAYS_TRIED = frozenset({"WARNING", "ERROR", "CRITICAL", None})
+
+
+class Verdict(StrEnum):
+    FAILED = "failed"
+    HEALTHY = "healthy"
+    NOT_VLLM = "no-vllm-lines"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Everything vlogscope concluded about one input."""
+
+    source: str
+    lines: int
+    vllm_lines: int
+    facts: Facts
+    findings: tuple[Finding, ...]
+    residue: tuple[Event, ...]
+    events: tuple[Event, ...]
+
+    @property
+    def root_cause(self) -> Finding | None:
+        return next((f for f in self.findings if f.root_cause), None)
+
+    @property
+    def verdict(self) -> Verdict:
+        if any(f.severity is Severity.ERROR for f in self.findings):
+            return Verdict.FAILED
+        if self.vllm_lines == 0:
+            return Verdict.NOT_VLLM
+        return Verdict.HEALTHY
+
+
+def _tried(sig: Signature, event: Event) -> bool:
+    return event.level in _ALWAYS_TRIED or event.level in sig.levels
+
+
+def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -> Diagnosis:
+    sigs = list((signatures if signatures is not None else load_signatures()).values())
+    collector = FactCollector()
+    matches: list[Match] = []
+    events: list[Event] = []
+    lines = vllm_lines = 0
+    records = (read_record(unwrap(line)) for line in source.lines())
+    for event in assemble(records):
+        events.append(event)
+        lines += event.lines
+        if event.kind is not EventKind.UNPARSED:
+            vllm_lines += event.lines
+        collector.observe(event)
+        if event.kind is EventKind.UVICORN and event.level == "INFO":
+            continue
+        for sig in sigs:
+            if _tried(sig, event) and (m := match_event(sig, event)) is not None:
+                matches.append(m)
+    facts = collector.facts()
+    findings = from_matches(matches, facts)
+    explained = {m.event.line for m in matches if m.explains_event}
+    unexplained = residue(events, explained)
+    has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
+    stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
+    unrecognized = None if has_error else unrecognized_error(unexplained)
+    silent = None
+    if not has_error and unrecognized is None:
+        silent = engine_died_silently(facts, events[-1] if events else None)
+    extra = [
+        kv_dtype_from_checkpoint(facts, findings, stopped and not has_error),
+        unrecognized,
+        silent,
+    ]
+    findings.extend(f for f in extra if f is not None)
+    return Diagnosis(
+        source=source.name,
+        lines=lines,
+        vllm_lines=vllm_lines,
+        facts=facts,
+        findings=tuple(rank(findings)),
+        residue=tuple(unexplained),
+        events=tuple(events),
+    )

@@ -1,0 +1,201 @@
+"""Stage 7 — report: a Diagnosis as JSON (the contract) or as rich text.
+
+The JSON object is what scripts and other tools rely on (DESIGN §6): schema
+1, `source`, `lines`, `facts`, and `findings` ordered root cause first, each
+with `id`, `category`, `severity`, `root_cause`, `confidence`, `title`,
+`explanation`, `fix`, `evidence` and `symptoms`.  Fields may be added, never
+changed in meaning.
+
+The text report puts the root cause first in a panel, then its symptoms,
+then everything else.  Text taken from the log is appended as plain `Text`,
+never parsed as rich markup, so a log line containing `[bold]` is shown
+literally.
+
+Examples:
+    >>> to_jsonable(("a", 1, None))
+    ['a', 1, None]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from vlogscope.findings import Finding
+from vlogscope.pipeline import Diagnosis, Verdict
+from vlogscope.reprs import Call, EnumRepr, PyValue
+from vlogscope.signatures import Severity
+
+SCHEMA_VERSION = 1
+MAX_UNEXPLAINED_SHOWN = 10
+
+# Facts shown in the text report, in this order, when present.
+_SHOWN_FACTS = (
+    "vllm_version",
+    "engine",
+    "model",
+    "architecture",
+    "quantization",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "max_model_len",
+    "requested_kv_cache_dtype",
+    "kv_cache_dtype",
+    "selector_kv_cache_dtype",
+    "attention_backend",
+    "uses_mla",
+    "kv_cache_tokens",
+    "last_phase",
+)
+
+
+def to_jsonable(value: PyValue | Any) -> Any:
+    """Python-repr values (Call, EnumRepr, tuples) as plain JSON types."""
+    if isinstance(value, Call):
+        return {"type": value.name, **{k: to_jsonable(v) for k, v in value.kwargs.items()}}
+    if isinstance(value, EnumRepr):
+        return value.name
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def finding_to_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "id": f.id,
+        "category": f.category,
+        "severity": str(f.severity),
+        "root_cause": f.root_cause,
+        "confidence": f.confidence,
+        "title": f.title,
+        "explanation": f.explanation,
+        "fix": list(f.fix),
+        "evidence": [{"line": e.line, "text": e.text, "process": e.process} for e in f.evidence],
+        "symptoms": list(f.symptoms),
+        "symptom_of": f.symptom_of,
+        "ranks": f.ranks,
+        "processes": list(f.processes),
+        "references": list(f.references),
+    }
+
+
+def to_dict(d: Diagnosis) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_VERSION,
+        "source": d.source,
+        "lines": d.lines,
+        "verdict": str(d.verdict),
+        "facts": {name: to_jsonable(f.value) for name, f in d.facts.by_name.items()},
+        "fact_sources": {
+            name: {"line": f.line, "source": f.source} for name, f in d.facts.by_name.items()
+        },
+        "findings": [finding_to_dict(f) for f in d.findings],
+        "unexplained": [
+            {"line": e.line, "lines": e.lines, "text": e.exception or e.message}
+            for e in d.residue
+        ],
+    }
+
+
+def render_json(diagnoses: Sequence[Diagnosis]) -> str:
+    """One source: one JSON object.  Several: one object per line (JSON Lines)."""
+    if len(diagnoses) == 1:
+        return json.dumps(to_dict(diagnoses[0]), indent=2, ensure_ascii=False)
+    return "\n".join(json.dumps(to_dict(d), ensure_ascii=False) for d in diagnoses)
+
+
+def _plain(text: str, style: str = "") -> Text:
+    return Text(text, style=style)
+
+
+def _finding_body(f: Finding) -> Group:
+    parts: list[Text] = [_plain(f.explanation)]
+    if f.evidence:
+        parts.append(_plain("\nEvidence", "bold"))
+        for e in f.evidence:
+            line = Text(f"  line {e.line:>6}  ", style="cyan")
+            if e.process:
+                line.append(f"({e.process}) ", style="dim")
+            line.append(e.text[:400])
+            parts.append(line)
+    if f.fix:
+        parts.append(_plain("\nFix", "bold"))
+        parts.extend(_plain(f"  {i}. {fix}") for i, fix in enumerate(f.fix, 1))
+    meta = f"\n{f.id} · confidence {f.confidence:.1f}"
+    if f.ranks:
+        meta += f" · {f.ranks}"
+    parts.append(_plain(meta, "dim"))
+    return Group(*parts)
+
+
+def _facts_table(d: Diagnosis) -> Table:
+    table = Table(title="Facts", title_justify="left", show_header=True, box=None)
+    table.add_column("fact", style="bold")
+    table.add_column("value")
+    table.add_column("line", justify="right", style="cyan")
+    table.add_column("from", style="dim")
+    for name in _SHOWN_FACTS:
+        fact = d.facts.get(name)
+        if fact is not None:
+            table.add_row(name, _plain(str(to_jsonable(fact.value))), str(fact.line), fact.source)
+    return table
+
+
+def render_text(d: Diagnosis, console: Console) -> None:
+    """Print one diagnosis: verdict, root cause panel, symptoms, other findings, facts."""
+    head = Text(f"{d.source}", style="bold")
+    head.append(f"  ({d.lines} lines)", style="dim")
+    console.print(head)
+    if d.verdict is Verdict.NOT_VLLM:
+        console.print(
+            _plain("No vLLM log lines found: this does not look like a vLLM log.", "yellow")
+        )
+    root = d.root_cause
+    if root is not None:
+        title = Text(f"ROOT CAUSE · {root.category}", style="bold red")
+        console.print(
+            Panel(
+                Group(_plain(root.title, "bold"), _plain(""), _finding_body(root)),
+                title=title,
+                title_align="left",
+                border_style="red",
+            )
+        )
+    symptoms = [f for f in d.findings if f.symptom_of]
+    if symptoms:
+        console.print(_plain("Symptoms of the root cause", "bold"))
+        for s in symptoms:
+            line = Text(f"  line {s.line:>6}  ", style="cyan")
+            line.append(s.title)
+            if s.ranks:
+                line.append(f" ({s.ranks})", style="dim")
+            console.print(line)
+    others = [f for f in d.findings if not f.root_cause and not f.symptom_of]
+    for f in others:
+        style = "yellow" if f.severity is Severity.WARNING else "blue"
+        console.print(
+            Panel(
+                _finding_body(f),
+                title=Text(f"{f.severity.upper()} · {f.category} · {f.title}", style=style),
+                title_align="left",
+                border_style=style,
+            )
+        )
+    if d.residue:
+        console.print(_plain(f"Unexplained errors ({len(d.residue)})", "bold"))
+        for e in d.residue[:MAX_UNEXPLAINED_SHOWN]:
+            line = Text(f"  line {e.line:>6}  ", style="cyan")
+            line.append((e.exception or e.message)[:300])
+            console.print(line)
+    console.print(_facts_table(d))
+    verdict_style = {"failed": "bold red", "healthy": "bold green"}.get(str(d.verdict), "yellow")
+    console.print(Text(f"Verdict: {d.verdict.upper()}", style=verdict_style))

@@ -1,0 +1,248 @@
+"""Named Python rules: diagnoses that need more than one line to say.
+
+Signatures match one event each.  Some root causes are only visible across
+events and facts — a KV-cache dtype in force that nobody asked for, a log
+that simply stops — so they live here as small functions of facts and
+signature findings, returning findings that look exactly like a
+signature's.
+
+Examples:
+    >>> version_tuple("0.16.0rc2.dev313+g662205d34")
+    (0, 16, 0)
+    >>> version_tuple("unknown") is None
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from vlogscope.assemble import Event, EventKind
+from vlogscope.facts import Fact, Facts
+from vlogscope.findings import Evidence, Finding
+from vlogscope.signatures import Role, Severity
+
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_FP8 = re.compile(r"fp8|float8", re.IGNORECASE)
+# Exceptions printed by an orderly shutdown, not by a failure.
+_SHUTDOWN_EXCEPTIONS = re.compile(r"KeyboardInterrupt|SystemExit|CancelledError|BrokenPipeError")
+
+CHECKPOINT_KV_KEYS = (
+    "`kv_cache_quant_algo` in hf_quant_config.json (ModelOpt) and `kv_cache_scheme` in "
+    "config.json's `quantization_config` (compressed-tensors, newer ModelOpt exports)"
+)
+
+
+def version_tuple(text: object) -> tuple[int, int, int] | None:
+    m = _VERSION.match(str(text)) if text is not None else None
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
+def _is_fp8(value: object) -> bool:
+    return value is not None and bool(_FP8.search(str(value)))
+
+
+def _where(fact: Fact | None) -> str:
+    return f"line {fact.line}, {fact.source}" if fact is not None else "not in the log"
+
+
+def _checkpoint_source(quantization: object) -> str:
+    q = str(quantization or "").lower()
+    if q.startswith("modelopt"):
+        return (
+            f"the ModelOpt checkpoint (quantization={quantization}) declares "
+            "`kv_cache_quant_algo: FP8` in hf_quant_config.json"
+        )
+    if "compressed" in q:
+        return (
+            "the compressed-tensors checkpoint declares `quantization_config.kv_cache_scheme` "
+            "in config.json"
+        )
+    return f"the checkpoint's quantization config ({CHECKPOINT_KV_KEYS})"
+
+
+def _fixes(facts: Facts, version: tuple[int, int, int] | None) -> tuple[str, ...]:
+    compressed = "compressed" in str(facts.value("quantization") or "").lower()
+    flag = (
+        "Pass `--kv-cache-dtype bfloat16` (accepted from vLLM 0.11; an explicit dtype beats a "
+        "ModelOpt checkpoint from 0.14)."
+    )
+    if compressed and version is not None and (0, 15, 0) <= version < (0, 21, 0):
+        flag = (
+            "An explicit `--kv-cache-dtype bfloat16` does NOT help on this version: in vLLM "
+            "0.15-0.20 a compressed-tensors `kv_cache_scheme` overrides any flag (fixed in 0.22, "
+            "where an explicit dtype wins)."
+        )
+    fixes = [
+        flag,
+        f"Remove the checkpoint's KV-cache quantization keys ({CHECKPOINT_KV_KEYS}) to fall back "
+        "to a 16-bit KV cache.",
+    ]
+    if facts.value("uses_mla") and (version is None or version < (0, 18, 0)):
+        fixes.append(
+            "Upgrade to vLLM >= 0.18, where the TRITON_MLA backend accepts an fp8 KV cache "
+            "(vllm-project/vllm#34597)."
+        )
+    return tuple(fixes)
+
+
+def kv_dtype_from_checkpoint(
+    facts: Facts, findings: Sequence[Finding], stopped_mid_startup: bool
+) -> Finding | None:
+    """The KV-cache dtype in force is fp8 although the user asked for another (or `auto`).
+
+    From vLLM 0.14 `auto` means "whatever the checkpoint declares": ModelOpt's
+    `kv_cache_quant_algo` is resolved before the engine config line is printed
+    (so it shows `kv_cache_dtype=fp8`), and in 0.15-0.20 a compressed-tensors
+    `kv_cache_scheme` forces fp8 even over an explicit flag, after that line.
+    """
+    requested = facts.get("requested_kv_cache_dtype")
+    config = facts.get("kv_cache_dtype")
+    selector = facts.get("selector_kv_cache_dtype")
+    effective = selector or config
+    unsupported = [f for f in findings if f.category == "kv-cache-dtype-unsupported"]
+    if effective is None or not _is_fp8(effective.value) or requested is None:
+        return None
+    if _is_fp8(requested.value):
+        return None  # fp8 was asked for: not an override
+    version = version_tuple(facts.value("vllm_version"))
+    asked = str(requested.value)
+    asked_text = (
+        "no KV-cache dtype was asked for (`kv_cache_dtype` absent from non-default args, "
+        "i.e. the default `auto`)"
+        if "absent" in requested.source
+        else f"`--kv-cache-dtype {asked}` was asked for"
+    )
+    shown = (
+        f"the engine config line (line {config.line}) says kv_cache_dtype={config.value}"
+        if config is not None
+        else "no engine config line was found"
+    )
+    if selector is not None and config is not None and not _is_fp8(config.value):
+        shown += (
+            f", but the attention selector (line {selector.line}) got kv_cache_dtype="
+            f"{selector.value}: the override happened after the config line was printed"
+        )
+    consequence = ""
+    if unsupported:
+        cause = unsupported[0]
+        ranks = f", {cause.ranks}" if cause.ranks else ""
+        consequence = f" Consequence: {cause.title} (line {cause.line}{ranks})."
+    elif stopped_mid_startup and facts.value("uses_mla") and version and version < (0, 18, 0):
+        consequence = (
+            " The log stops during start-up; with an MLA model on vLLM < 0.18 an fp8 KV cache "
+            "fails on every GPU except Hopper (SM90) and SM100, since TRITON_MLA lacks fp8."
+        )
+    explanation = (
+        f"The KV cache in force is {effective.value} although {asked_text} "
+        f'({_where(requested)}); {shown}. From vLLM 0.14, `auto` means "whatever the '
+        f'checkpoint declares": {_checkpoint_source(facts.value("quantization"))}, which puts '
+        f"fp8 in force.{consequence}"
+    )
+    failing = bool(unsupported) or bool(consequence)
+    evidence = [
+        Evidence(f.line, f"{f.source}: {f.name}={f.value}")
+        for f in (requested, config, selector)
+        if f is not None
+    ]
+    for cause in unsupported[:1]:
+        evidence.extend(cause.evidence[:2])
+    return Finding(
+        id="kv-dtype-override-ignored/checkpoint-quant-config",
+        category="kv-dtype-override-ignored",
+        severity=Severity.ERROR if failing else Severity.INFO,
+        title=(
+            f"KV cache is {effective.value} because the checkpoint's quantization config says "
+            f"so, not because it was asked for (requested: {asked})"
+        ),
+        explanation=explanation,
+        fix=_fixes(facts, version),
+        evidence=tuple(evidence),
+        confidence=0.9 if unsupported else 0.6,
+        priority=95,
+        references=(
+            "https://github.com/vllm-project/vllm/pull/30141",
+            "https://github.com/vllm-project/vllm/pull/34597",
+        ),
+    )
+
+
+_PHASE_REASONS = {
+    "weight loading": (
+        "host RAM exhausted while reading shards (the kernel's OOM killer leaves no Python "
+        "error), slow storage hitting a supervisor's start-up timeout, or a truncated log"
+    ),
+    "CUDA graph capture": "GPU memory pressure during capture or a watchdog timeout",
+    "torch.compile": "a compiler subprocess killed or a start-up timeout during compilation",
+    "distributed set-up": "a rank that never joined (NCCL/Gloo hang) or a network timeout",
+}
+
+
+def engine_died_silently(facts: Facts, last_event: Event | None) -> Finding | None:
+    """The log stops during start-up and no error record says why."""
+    phase = facts.get("last_phase")
+    if phase is None or facts.value("startup_complete") or last_event is None:
+        return None
+    reasons = _PHASE_REASONS.get(
+        str(phase.value),
+        "the process was killed (OOM killer, SIGKILL from a supervisor or orchestrator "
+        "timeout) or the log was cut off",
+    )
+    return Finding(
+        id="engine-died-silently/stopped-during-startup",
+        category="engine-died-silently",
+        severity=Severity.ERROR,
+        title=f"The log stops during start-up ({phase.value}) with no error record",
+        explanation=(
+            f"Start-up reached `{phase.value}` (line {phase.line}) and the log ends at line "
+            f"{last_event.line_numbers[-1]} without an error. Likely: {reasons}."
+        ),
+        fix=(
+            "Check the process's exit status and the kernel log (`dmesg | grep -i -E "
+            "'killed process|out of memory'`) on the host.",
+            "Check the supervisor's start-up timeout (Kubernetes probes, "
+            "VLLM_ENGINE_READY_TIMEOUT_S) and whether the whole log was captured.",
+        ),
+        evidence=(
+            Evidence(phase.line, f"last start-up phase reached: {phase.value}"),
+            Evidence(last_event.line_numbers[-1], last_event.texts[-1]),
+        ),
+        confidence=0.5,
+        role=Role.SYMPTOM,
+        priority=5,
+    )
+
+
+def unrecognized_error(events: Sequence[Event]) -> Finding | None:
+    """A traceback no signature explains still means the run failed: say so, plainly."""
+    for event in events:
+        exc = event.exceptions[-1] if event.exceptions else None
+        if exc is None or _SHUTDOWN_EXCEPTIONS.search(exc.type):
+            continue
+        return Finding(
+            id="other/unrecognized-exception",
+            category="other",
+            severity=Severity.ERROR,
+            title=f"Unrecognized error: {exc.type}",
+            explanation=(
+                f"A traceback ends in `{str(exc).splitlines()[0][:300]}` (line {exc.line}) and "
+                "no signature explains it. Read the traceback's last frames; if this is a vLLM "
+                "failure worth a signature, add one to a patterns folder."
+            ),
+            fix=("Read the traceback from its first line; search vLLM's issues for its message.",),
+            evidence=(Evidence(exc.line, str(exc).splitlines()[0], event.process),),
+            confidence=0.3,
+            priority=1,
+        )
+    return None
+
+
+def residue(events: Sequence[Event], explained: set[int]) -> list[Event]:
+    """ERROR records and tracebacks no finding explains, so a gap is visible."""
+    return [
+        e
+        for e in events
+        if e.line not in explained
+        and (e.level in ("ERROR", "CRITICAL") or e.kind is EventKind.TRACEBACK or e.exceptions)
+    ]

@@ -1,0 +1,264 @@
+"""Signatures: declarative failure patterns read from `patterns/*.toml`.
+
+A signature names one way vLLM fails — `TritonMLA V1 with FP8 KV cache not
+yet supported` — and says what it means and how to fix it.  Signatures are
+data, read with `tomllib`, never executed; their regexes run under the
+`regex` package's timeout so that a careless user pattern cannot hang the
+tool.  The built-in folder ships inside the wheel; `--patterns DIR` and
+`VLOGSCOPE_PATTERNS` add folders whose signatures override built-ins by id.
+
+A file holds any number of `[[signature]]` tables:
+
+    [[signature]]
+    id = "kv-cache-dtype-unsupported/triton-mla-fp8"
+    category = "kv-cache-dtype-unsupported"
+    severity = "error"             # error | warning | info
+    role = "cause"                 # cause | symptom (symptoms never rank above causes)
+    priority = 80                  # more specific signatures rank higher
+    title = "..."
+    explain = "... {backend} ..."  # captures and facts fill the braces
+    fix = ["..."]
+    references = ["https://github.com/vllm-project/vllm/pull/34597"]
+    versions = "0.8.0..0.17.0"     # optional, the range the message exists in
+    [signature.match]
+    message = '(?P<backend>\\w+) V1 with FP8 KV cache not yet supported'
+    exception = "NotImplementedError"      # optional, regex on the exception type
+    frame = "get_attn_backend"             # optional, regex on a frame's function
+    levels = ["ERROR"]                     # optional
+    kinds = ["record", "traceback"]        # optional
+    [signature.tests]
+    fires = ["tests/fixtures/logs/x.log"]  # must produce this signature
+    ignores = ["tests/fixtures/logs/y.log"]  # must not
+
+Examples:
+    >>> sigs = load_signatures()
+    >>> sig = sigs["kv-cache-dtype-unsupported/mla-backend-no-fp8"]
+    >>> sig.category, sig.severity
+    ('kv-cache-dtype-unsupported', 'error')
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from vlogscope.assemble import Event, EventKind
+from vlogscope.taxonomy import CATEGORIES
+
+REGEX_TIMEOUT_S = 0.5
+ENV_PATTERNS = "VLOGSCOPE_PATTERNS"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Role(StrEnum):
+    CAUSE = "cause"
+    SYMPTOM = "symptom"
+
+
+class SignatureError(ValueError):
+    """A signature file is malformed; the message names the file and the signature."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureTests:
+    fires: tuple[str, ...] = ()
+    ignores: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    id: str
+    category: str
+    severity: Severity
+    role: Role
+    priority: int
+    confidence: float
+    title: str
+    explain: str
+    fix: tuple[str, ...]
+    references: tuple[str, ...]
+    versions: str | None
+    message: Any  # regex.Pattern[str] | None; the regex package ships no stubs
+    exception: Any
+    frame: Any
+    levels: frozenset[str]
+    kinds: frozenset[EventKind]
+    tests: SignatureTests
+    origin: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One event matched by one signature, with what the regex captured."""
+
+    signature: Signature
+    event: Event
+    line: int  # the physical line that matched
+    text: str  # that line's text
+    captures: Mapping[str, str]
+
+    @property
+    def explains_event(self) -> bool:
+        """A cause explains its event; a symptom only if it matched the final exception.
+
+        `WorkerProc failed to start.` (a symptom) heads a traceback whose last
+        line may be a real, unrecognised error: that event stays unexplained.
+        """
+        if self.signature.role is Role.CAUSE or not self.event.exceptions:
+            return True
+        return self.line == self.event.exceptions[-1].line
+
+
+def builtin_patterns_dir() -> Path:
+    """The shipped `patterns/` folder: inside the wheel, or at the top of a checkout."""
+    packaged = Path(str(resources.files("vlogscope"))) / "patterns"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "patterns"
+
+
+def _compile(source: Path, sig_id: str, pattern: object, what: str) -> Any:
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str):
+        raise SignatureError(f"{source}: signature {sig_id!r}: match.{what} must be a string")
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise SignatureError(f"{source}: signature {sig_id!r}: bad match.{what}: {exc}") from exc
+
+
+def _strings(value: object, source: Path, sig_id: str, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise SignatureError(f"{source}: signature {sig_id!r}: {what} must be a list of strings")
+
+
+def _parse(table: Mapping[str, Any], source: Path) -> Signature:
+    sig_id = table.get("id")
+    if not isinstance(sig_id, str) or not sig_id:
+        raise SignatureError(f"{source}: a [[signature]] has no id")
+    missing = [k for k in ("category", "severity", "title", "explain") if k not in table]
+    if missing:
+        raise SignatureError(f"{source}: signature {sig_id!r} lacks {', '.join(missing)}")
+    category = table["category"]
+    if category not in CATEGORIES:
+        raise SignatureError(f"{source}: signature {sig_id!r}: unknown category {category!r}")
+    match = table.get("match", {})
+    if not any(k in match for k in ("message", "exception", "frame")):
+        raise SignatureError(
+            f"{source}: signature {sig_id!r}: match needs message, exception or frame"
+        )
+    try:
+        severity, role = Severity(table["severity"]), Role(table.get("role", "cause"))
+        kinds = frozenset(
+            EventKind(k) for k in _strings(match.get("kinds"), source, sig_id, "kinds")
+        )
+    except ValueError as exc:
+        raise SignatureError(f"{source}: signature {sig_id!r}: {exc}") from exc
+    tests = table.get("tests", {})
+    return Signature(
+        id=sig_id,
+        category=category,
+        severity=severity,
+        role=role,
+        priority=int(table.get("priority", 50)),
+        confidence=float(table.get("confidence", 0.8)),
+        title=str(table["title"]),
+        explain=str(table["explain"]),
+        fix=_strings(table.get("fix"), source, sig_id, "fix"),
+        references=_strings(table.get("references"), source, sig_id, "references"),
+        versions=table.get("versions"),
+        message=_compile(source, sig_id, match.get("message"), "message"),
+        exception=_compile(source, sig_id, match.get("exception"), "exception"),
+        frame=_compile(source, sig_id, match.get("frame"), "frame"),
+        levels=frozenset(_strings(match.get("levels"), source, sig_id, "levels")),
+        kinds=kinds,
+        tests=SignatureTests(
+            _strings(tests.get("fires"), source, sig_id, "tests.fires"),
+            _strings(tests.get("ignores"), source, sig_id, "tests.ignores"),
+        ),
+        origin=source,
+    )
+
+
+def load_file(path: Path) -> list[Signature]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SignatureError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise SignatureError(f"{path}: cannot read: {exc.strerror}") from exc
+    tables = data.get("signature", [])
+    if not isinstance(tables, list):
+        raise SignatureError(f"{path}: `signature` must be an array of tables ([[signature]])")
+    return [_parse(table, path) for table in tables]
+
+
+def load_signatures(extra_dirs: Iterable[Path] = ()) -> dict[str, Signature]:
+    """Built-ins, then `VLOGSCOPE_PATTERNS` folders, then `extra_dirs`; later ids win."""
+    env_dirs = [Path(p) for p in os.environ.get(ENV_PATTERNS, "").split(os.pathsep) if p]
+    by_id: dict[str, Signature] = {}
+    for directory in [builtin_patterns_dir(), *env_dirs, *extra_dirs]:
+        if not directory.is_dir():
+            raise SignatureError(f"{directory}: patterns folder does not exist")
+        for path in sorted(directory.glob("*.toml")):
+            for sig in load_file(path):
+                by_id[sig.id] = sig
+    return by_id
+
+
+def _search(pattern: Any, text: str) -> Any:
+    try:
+        return pattern.search(text, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        return None
+
+
+def _candidates(event: Event) -> list[tuple[int, str]]:
+    """The (line, text) pairs a message pattern is tried on, most telling first."""
+    if event.exceptions:
+        found = [(exc.line, str(exc)) for exc in reversed(event.exceptions)]
+        return [*found, (event.line, event.message)]
+    return list(zip(event.line_numbers, event.texts, strict=True))
+
+
+def match_event(sig: Signature, event: Event) -> Match | None:
+    """Does `sig` describe `event`?  All given conditions must hold."""
+    if sig.kinds and event.kind not in sig.kinds:
+        return None
+    if sig.levels and event.level not in sig.levels:
+        return None
+    if sig.exception is not None and not any(
+        _search(sig.exception, exc.type) for exc in event.exceptions
+    ):
+        return None
+    if sig.frame is not None and not any(_search(sig.frame, f.function) for f in event.frames):
+        return None
+    if sig.message is None:
+        line = event.exceptions[-1].line if event.exceptions else event.line
+        text = str(event.exceptions[-1]) if event.exceptions else event.message
+        return Match(sig, event, line, text, {})
+    for line, text in _candidates(event):
+        m = _search(sig.message, text)
+        if m is not None:
+            captures = {k: v for k, v in m.groupdict().items() if v is not None}
+            return Match(sig, event, line, text, captures)
+    return None

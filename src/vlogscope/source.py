@@ -1,0 +1,168 @@
+"""Stage 1 — source: turn what the user named into numbered physical lines.
+
+A user points vlogscope at a file, several files, a directory of pod logs, a
+compressed log, or `-` for a pipe (`ssh host cat /tmp/vllm.log | vlogscope
+diagnose -`).  This stage hides all of that: each input becomes a `Source`
+whose `lines()` yields `PhysicalLine`s lazily, one per `\\n`-terminated chunk
+of bytes, so a multi-gigabyte log is never held in memory.
+
+Compression is recognised by magic bytes, not by file name, because pod-log
+collectors rarely keep the suffix honest.  Invalid UTF-8 is decoded with
+replacement characters rather than rejected: a log is evidence, and evidence
+with a few broken bytes is still evidence.
+
+Examples:
+    >>> import io
+    >>> src = Source.from_stream("<stdin>", io.BytesIO(b"INFO a\\r\\nb\\rc\\n\\xffend"))
+    >>> [(line.number, line.text) for line in src.lines()]
+    [(1, 'INFO a'), (2, 'c'), (3, '\\ufffdend')]
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+STDIN_NAME = "<stdin>"
+
+# Names a directory walk picks up.  Pod-log collectors add rotation numbers
+# (`vllm.log.1`) and compression suffixes (`vllm.log.gz`), so any dotted part
+# may carry the log suffix.
+_LOG_SUFFIXES = frozenset({"log", "txt", "out", "err", "stdout", "stderr"})
+
+_MAGIC_GZIP = b"\x1f\x8b"
+_MAGIC_BZIP2 = b"BZh"
+_MAGIC_XZ = b"\xfd7zXZ\x00"
+_MAGIC_ZSTD = b"\x28\xb5\x2f\xfd"
+
+
+class InputError(Exception):
+    """The input cannot be read; the message is one line a person can act on."""
+
+
+@dataclass(frozen=True, slots=True)
+class PhysicalLine:
+    """One `\\n`-terminated line of the input, 1-based, terminator removed.
+
+    A trailing `\\r` (vLLM's NewLineFormatter writes `\\r\\n` inside multi-line
+    records) is dropped.  Carriage returns inside the line are tqdm progress
+    bars redrawing themselves; only the last non-empty state is kept, which is
+    what a terminal would have shown.
+    """
+
+    number: int
+    text: str
+
+
+def _decode(raw: bytes) -> str:
+    if raw.endswith(b"\n"):
+        raw = raw[:-1]
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    text = raw.decode("utf-8", errors="replace")
+    if "\r" in text:
+        states = [state for state in text.split("\r") if state]
+        text = states[-1] if states else ""
+    return text
+
+
+def _open_decompressed(stream: BinaryIO, name: str) -> BinaryIO:
+    """Wrap `stream` in a decompressor chosen by its first bytes."""
+    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
+    head = buffered.peek(6)[:6]
+    if head.startswith(_MAGIC_GZIP):
+        return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
+    if head.startswith(_MAGIC_BZIP2):
+        return bz2.BZ2File(buffered, mode="rb")  # type: ignore[return-value]
+    if head.startswith(_MAGIC_XZ):
+        return lzma.LZMAFile(buffered, mode="rb")  # type: ignore[return-value]
+    if head.startswith(_MAGIC_ZSTD):
+        raise InputError(
+            f"{name}: zstd-compressed input is not supported yet; "
+            f"decompress it first (zstd -dc {name} | vlogscope diagnose -)"
+        )
+    return buffered
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named input that can be read once, lazily, as physical lines."""
+
+    name: str
+    _open: Callable[[], BinaryIO]
+
+    @classmethod
+    def from_path(cls, path: Path) -> Source:
+        return cls(str(path), lambda: path.open("rb"))
+
+    @classmethod
+    def from_stream(cls, name: str, stream: BinaryIO) -> Source:
+        return cls(name, lambda: stream)
+
+    def lines(self) -> Iterator[PhysicalLine]:
+        """Yield every physical line; decoding and I/O errors become InputError."""
+        try:
+            raw_stream = self._open()
+        except OSError as exc:
+            raise InputError(f"{self.name}: cannot read: {exc.strerror or exc}") from exc
+        try:
+            stream = _open_decompressed(raw_stream, self.name)
+            for number, raw in enumerate(stream, start=1):
+                yield PhysicalLine(number, _decode(raw))
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise InputError(f"{self.name}: cannot read: {exc}") from exc
+        finally:
+            if raw_stream is not sys.stdin.buffer:
+                raw_stream.close()
+
+
+def _looks_like_log(path: Path) -> bool:
+    suffixes = path.name.lower().split(".")[1:]
+    return not suffixes or any(part in _LOG_SUFFIXES for part in suffixes)
+
+
+def _walk(directory: Path) -> list[Path]:
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(
+            Path(root) / name
+            for name in sorted(files)
+            if not name.startswith(".") and _looks_like_log(Path(name))
+        )
+    return found
+
+
+def open_sources(specs: Sequence[str], stdin: BinaryIO | None = None) -> list[Source]:
+    """Resolve command-line inputs into Sources, failing early with InputError.
+
+    `-` is standard input; a directory contributes every log-like file below
+    it (``*.log``, ``*.txt``, ``*.out``, rotated ``*.log.1``, and their
+    ``.gz``/``.bz2``/``.xz`` forms, plus files without a suffix).
+    """
+    sources: list[Source] = []
+    for spec in specs or ["-"]:
+        if spec == "-":
+            sources.append(Source.from_stream(STDIN_NAME, stdin or sys.stdin.buffer))
+            continue
+        path = Path(spec)
+        if path.is_dir():
+            logs = _walk(path)
+            if not logs:
+                raise InputError(f"{spec}: directory holds no log files (*.log, *.txt, *.out, ...)")
+            sources.extend(Source.from_path(p) for p in logs)
+        elif path.exists():
+            if not os.access(path, os.R_OK):
+                raise InputError(f"{spec}: permission denied")
+            sources.append(Source.from_path(path))
+        else:
+            raise InputError(f"{spec}: no such file or directory")
+    return sources

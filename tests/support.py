@@ -1,0 +1,44 @@
+"""Shared test helpers: where fixtures and the shared development corpora live."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "logs"
+SHARED = ROOT.parent / "shared"
+CORPORA = [SHARED / "corpus", SHARED / "corpus-generated"]
+GENLOG = SHARED / "bench" / "genlog.py"
+
+
+def fixture(name: str) -> Path:
+    path = FIXTURES / name
+    assert path.exists(), f"missing fixture {name}"
+    return path
+
+
+def vlogscope_command() -> list[str]:
+    """The installed console script, as a user would run it."""
+    exe = shutil.which("vlogscope", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("the vlogscope console script is not installed in this environment")
+    return [exe]
+
+
+def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*vlogscope_command(), *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def corpus_logs() -> list[Path]:
+    return sorted(p for c in CORPORA if c.is_dir() for p in c.glob("*.log"))

@@ -1,0 +1,103 @@
+"""Lines become events: tracebacks per process stream, nothing lost."""
+
+from __future__ import annotations
+
+from vlogscope.assemble import Event, EventKind, assemble
+from vlogscope.records import Record, classify
+
+
+def _events(*texts: str) -> list[Event]:
+    return list(assemble(Record(i, classify(t)) for i, t in enumerate(texts, 1)))
+
+
+H = "(EngineCore_DP0 pid=975) ERROR 11-14 08:06:26 [core.py:708] "
+
+
+def test_logged_traceback_is_one_event_with_its_exception() -> None:
+    [event] = _events(
+        H + "EngineCore failed to start.",
+        H + "Traceback (most recent call last):",
+        H + '  File "/v/multiproc_executor.py", line 509, in wait_for_ready',
+        H + "    raise e from None",
+        H + "Exception: WorkerProc initialization failed due to an exception.",
+    )
+    assert event.kind is EventKind.RECORD
+    assert event.lines == 5
+    assert event.frames[0].function == "wait_for_ready"
+    assert event.exception == "Exception: WorkerProc initialization failed due to an exception."
+
+
+def test_interleaved_ranks_are_untangled_per_process() -> None:
+    lines = []
+    for step in ("WorkerProc failed to start.", "Traceback (most recent call last):",
+                 '  File "/v/layer.py", line 1, in get_attn_backend', "ValueError: rank says no"):
+        for rank in range(8):
+            lines.append(f"(Worker_TP{rank} pid={100 + rank}) ERROR 01-01 00:00:00 [m.py:9] {step}")
+    events = _events(*lines)
+    assert len(events) == 8
+    assert {e.process for e in events} == {f"Worker_TP{r}" for r in range(8)}
+    assert all(e.exception == "ValueError: rank says no" and e.lines == 4 for e in events)
+
+
+def test_raw_traceback_after_process_banner_and_chained_exceptions() -> None:
+    p = "(EngineCore_DP0 pid=975) "
+    events = _events(
+        p + "Process EngineCore_DP0:",
+        p + "Traceback (most recent call last):",
+        p + '  File "/x.py", line 1, in f',
+        p + "KeyError: 'a'",
+        p + "",
+        p + "The above exception was the direct cause of the following exception:",
+        p + "",
+        p + "Traceback (most recent call last):",
+        p + '  File "/x.py", line 2, in g',
+        p + "RuntimeError: wrapped",
+        "unrelated line",
+    )
+    assert [e.kind for e in events] == [EventKind.TRACEBACK, EventKind.UNPARSED]
+    assert [str(x) for x in events[0].exceptions] == ["KeyError: 'a'", "RuntimeError: wrapped"]
+
+
+def test_pydantic_details_belong_to_the_exception() -> None:
+    [event] = _events(
+        "Traceback (most recent call last):",
+        '  File "/x.py", line 1, in f',
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+        "  Value error, User-specified max_model_len (513) is greater than the derived max_model_len",
+        "    For further information visit https://errors.pydantic.dev/2.11/v/value_error",
+    )
+    assert "Value error, User-specified max_model_len (513)" in event.exceptions[-1].message
+
+
+def test_excerpt_starting_mid_traceback_is_a_fragment() -> None:
+    [event] = _events(
+        '  File "/v/core_client.py", line 484, in _wait_for_engine_startup',
+        '    raise RuntimeError("Engine core initialization failed. "',
+        "RuntimeError: Engine core initialization failed. See root cause above.",
+    )
+    assert event.kind is EventKind.TRACEBACK
+    assert event.exceptions[-1].type == "RuntimeError"
+
+
+def test_banner_lines_join_but_route_lines_stay_separate() -> None:
+    a = "(APIServer pid=1) INFO 07-16 12:51:58 [api_utils.py:339] "
+    r = "(APIServer pid=1) INFO 07-16 12:51:59 [launcher.py:46] "
+    events = _events(a, a + "       █     █     █▄   ▄█", a + "  ▄▄ ▄█ █  version 0.23.1", a,
+                     r + "Route: /docs, Methods: GET", r + "Route: /health, Methods: GET")
+    assert [e.lines for e in events] == [4, 1, 1]
+
+
+def test_every_line_lands_in_exactly_one_event_in_order() -> None:
+    texts = [
+        "noise",
+        H + "EngineCore failed to start.",
+        "(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9] WorkerProc failed to start.",
+        H + "Traceback (most recent call last):",
+        "INFO:     Started server process [1]",
+        H + "ValueError: x",
+        '  File "/frag.py", line 1, in f',
+    ]
+    events = _events(*texts)
+    numbers = sorted(n for e in events for n in e.line_numbers)
+    assert numbers == list(range(1, len(texts) + 1))
+    assert [e.line for e in events] == sorted(e.line for e in events)

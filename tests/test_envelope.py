@@ -1,0 +1,47 @@
+"""Wrappers around vLLM lines are peeled off and kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from vlogscope.envelope import strip_escapes, unwrap
+from vlogscope.source import PhysicalLine
+
+INNER = "(APIServer pid=8707) INFO 08-19 18:34:30 [api_server.py:1] ok"
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        f"2025-08-19T18:34:30.123456789Z {INNER}",
+        f"2025-08-19T18:34:30+02:00 {INNER}",
+        f"Aug 19 18:34:30 gpu-node-7 vllm[8707]: {INNER}",
+        f"vllm-1  | {INNER}",
+        f"vllm-openai-1 | {INNER}",
+        f"[2025-08-19T18:34:30Z] {INNER}",
+        f"\x1b[1;36m(APIServer pid=8707)\x1b[0;0m \x1b[32mINFO\x1b[0m 08-19 18:34:30 [api_server.py:1] ok",
+        f"\x1b_bk;t=1700000000000\x07{INNER}",
+    ],
+)
+def test_wrappers_and_colours_are_removed(wrapped: str) -> None:
+    assert unwrap(PhysicalLine(1, wrapped)).text == INNER
+
+
+def test_what_was_removed_is_kept_as_the_wrapper() -> None:
+    line = unwrap(PhysicalLine(4, f"vllm-1  | {INNER}"))
+    assert (line.number, line.wrapper) == (4, "vllm-1  | ")
+
+
+def test_ray_deduplication_suffix_is_removed() -> None:
+    text = "(RayWorkerWrapper pid=2, ip=10.0.0.2) INFO 01-01 00:00:00 [a.py:1] m [repeated 7x across cluster]"
+    assert unwrap(PhysicalLine(1, text)).text.endswith("[a.py:1] m")
+
+
+def test_osc_hyperlinks_and_screen_clears_are_neutralised() -> None:
+    text = "\x1b]8;;http://evil\x07click\x1b]8;;\x07 \x1b[2J\x1b[Hdone"
+    assert strip_escapes(text) == "click done"
+
+
+def test_plain_vllm_lines_pass_unchanged() -> None:
+    for text in (INNER, "  File \"/x.py\", line 1, in f", "Traceback (most recent call last):", ""):
+        assert unwrap(PhysicalLine(1, text)).text == text

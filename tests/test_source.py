@@ -1,0 +1,84 @@
+"""Inputs: files, directories, compressed logs, stdin; bad input is an InputError."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+from pathlib import Path
+
+import pytest
+
+from vlogscope.source import InputError, Source, open_sources
+
+LOG = b"INFO 05-14 09:10:07 a.py:1] one\r\nsecond\nthird without newline"
+
+
+def _texts(source: Source) -> list[str]:
+    return [line.text for line in source.lines()]
+
+
+@pytest.mark.parametrize(
+    "compress", [lambda b: b, gzip.compress, bz2.compress, lzma.compress], ids=["plain", "gz", "bz2", "xz"]
+)
+def test_compressed_files_are_recognised_by_magic_bytes_not_names(
+    tmp_path: Path, compress: object
+) -> None:
+    path = tmp_path / "pod-7"  # no suffix tells the format
+    path.write_bytes(compress(LOG))  # type: ignore[operator]
+    [source] = open_sources([str(path)])
+    assert _texts(source) == ["INFO 05-14 09:10:07 a.py:1] one", "second", "third without newline"]
+
+
+def test_stdin_dash_reads_the_given_stream() -> None:
+    [source] = open_sources(["-"], stdin=io.BytesIO(gzip.compress(LOG)))
+    assert source.name == "<stdin>"
+    assert len(_texts(source)) == 3
+
+
+def test_progress_bar_redraws_keep_the_last_state() -> None:
+    data = b"Loading shards:   0% | 0/2\rLoading shards:  50% | 1/2\rLoading shards: 100% | 2/2\r\n"
+    assert _texts(Source.from_stream("x", io.BytesIO(data))) == ["Loading shards: 100% | 2/2"]
+
+
+def test_invalid_utf8_is_replaced_not_rejected() -> None:
+    assert _texts(Source.from_stream("x", io.BytesIO(b"a\xff\xfeb\n"))) == ["a\ufffd\ufffdb"]
+
+
+def test_directory_contributes_its_log_files_in_order(tmp_path: Path) -> None:
+    (tmp_path / "b.log").write_bytes(b"x\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.log.1.gz").write_bytes(gzip.compress(b"y\n"))
+    (tmp_path / "model.safetensors").write_bytes(b"\0")
+    names = [Path(s.name).name for s in open_sources([str(tmp_path)])]
+    assert names == ["b.log", "a.log.1.gz"]
+
+
+def test_missing_path_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="no such file"):
+        open_sources(["/definitely/not/here.log"])
+
+
+def test_directory_without_logs_is_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(InputError, match="holds no log files"):
+        open_sources([str(tmp_path)])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
+def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "secret.log"
+    path.write_text("x")
+    path.chmod(0)
+    with pytest.raises(InputError, match="permission denied"):
+        open_sources([str(path)])
+
+
+def test_truncated_gzip_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(gzip.compress(LOG * 100)[:40])
+    [source] = open_sources([str(path)])
+    with pytest.raises(InputError, match="cannot read"):
+        _texts(source)
