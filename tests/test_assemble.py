@@ -101,3 +101,16 @@ def test_every_line_lands_in_exactly_one_event_in_order() -> None:
     numbers = sorted(n for e in events for n in e.line_numbers)
     assert numbers == list(range(1, len(texts) + 1))
     assert [e.line for e in events] == sorted(e.line for e in events)
+
+
+def test_unindented_frames_from_stripping_wrappers_still_parse() -> None:
+    [event] = _events(
+        "Traceback (most recent call last):",
+        'File "/swift/deploy.py", line 5, in <module>',
+        "deploy_main()",
+        'File "/vllm/engine/async_llm_engine.py", line 471, in from_engine_args',
+        "engine = cls(",
+        "ValueError: The model's max seq len (163840) is larger than the maximum number of tokens",
+    )
+    assert [f.function for f in event.frames] == ["<module>", "from_engine_args"]
+    assert event.exceptions[-1].type == "ValueError"

@@ -128,6 +128,7 @@ class _Builder:
     state: _TracebackState = _TracebackState.NONE
     # The exception line being extended by indented detail lines (pydantic).
     open_exception: RaisedException | None = None
+    code_expected: bool = False
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None, int | None]:
@@ -147,10 +148,13 @@ class _Builder:
         elif stripped in _CHAIN_MARKERS or _PROCESS_BANNER.fullmatch(stripped):
             self._close_exception()
             self.state = _TracebackState.HEADER
-        elif self.state is _TracebackState.FRAMES and text[:1].isspace():
-            frame = _FRAME.fullmatch(text)
-            if frame:
-                self.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or ""))
+        elif self.state is _TracebackState.FRAMES and (frame := _FRAME.fullmatch(text)):
+            self.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or ""))
+            # Wrappers like torchrun's `[rank0]: ` strip indentation; then the
+            # unindented line after a frame is its source line, not the exception.
+            self.code_expected = not text[:1].isspace()
+        elif self.state is _TracebackState.FRAMES and (text[:1].isspace() or self.code_expected):
+            self.code_expected = False
         elif self.state is _TracebackState.FRAMES and stripped:
             m = _EXCEPTION.match(stripped)
             kind, message = (m["type"], m["message"] or "") if m else (stripped, "")

@@ -36,16 +36,27 @@ _ESCAPES = re.compile(
 
 # One alternation per wrapper; each is anchored and cheap to reject.
 _WRAPPERS = re.compile(
+    # CI web pages copied with their gutter (`  | `), and cloud consoles' `- `.
+    r"(?:\s*\| |- (?=[0-9]{4}-)"
     # kubectl --timestamps, GitHub Actions: RFC 3339 with fraction and zone.
-    r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
     r"(?:Z|[+-][0-9]{2}:?[0-9]{2}) "
     # Buildkite / generic bracketed ISO time stamp.
     r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+Z?\] "
     # journald / syslog: `Aug 19 18:34:30 host unit[pid]: `.
     r"|[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} \S+ [\w.@/-]+(?:\[[0-9]+\])?: "
+    # FastChat-style workers: `2024-04-27 10:13:05 | ERROR | stderr | `.
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:,.]+ \| [A-Z]+ \| \w+ \| "
+    # TorchServe: `2024-11-18T16:43:45,496 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - `.
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:,.]+ \[\w+ ?\] \S+ MODEL_LOG - "
+    # torchrun's per-rank stderr prefix and container-name prefixes: `[rank0]: `, `[vllm]: `.
+    r"|\[(?:rank[0-9]+|[a-z][\w.-]*)\]: "
     # docker compose: `service-1  | `.
     r"|[a-z0-9][\w.-]*(?:-[0-9]+)? +\| ?)+"
 )
+
+# Colour codes whose ESC byte was lost in a copy-paste: ` [36m(...) [0m `.
+_LOST_ESCAPES = re.compile(r" ?\[[0-9;]{0,8}m ?")
 
 _RAY_REPEATED = re.compile(r" \[repeated [0-9]+x across cluster\](?: \(Ray deduplicates.*\))?$")
 
@@ -67,6 +78,8 @@ def strip_escapes(text: str) -> str:
 def unwrap(line: PhysicalLine) -> UnwrappedLine:
     """Remove escape codes, then any container/shipper prefixes and Ray suffix."""
     text = strip_escapes(line.text)
+    if "[0m" in text:
+        text = _LOST_ESCAPES.sub(" ", text).strip(" ") if text.startswith(" [") else text
     wrapper = ""
     match = _WRAPPERS.match(text)
     if match:

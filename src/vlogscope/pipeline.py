@@ -86,7 +86,7 @@ def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -
     for event in assemble(records):
         events.append(event)
         lines += event.lines
-        if event.kind is not EventKind.UNPARSED:
+        if event.kind is not EventKind.UNPARSED or "vllm" in event.message.lower():
             vllm_lines += event.lines
         collector.observe(event)
         if event.kind is EventKind.UVICORN and event.level == "INFO":

@@ -24,6 +24,7 @@ A file holds any number of `[[signature]]` tables:
     message = '(?P<backend>\\w+) V1 with FP8 KV cache not yet supported'
     exception = "NotImplementedError"      # optional, regex on the exception type
     frame = "get_attn_backend"             # optional, regex on a frame's function
+    path = 'vllm/attention/'               # optional, regex on a frame's file path
     levels = ["ERROR"]                     # optional
     kinds = ["record", "traceback"]        # optional
     [signature.tests]
@@ -94,6 +95,7 @@ class Signature:
     message: Any  # regex.Pattern[str] | None; the regex package ships no stubs
     exception: Any
     frame: Any
+    path: Any
     levels: frozenset[str]
     kinds: frozenset[EventKind]
     tests: SignatureTests
@@ -189,6 +191,7 @@ def _parse(table: Mapping[str, Any], source: Path) -> Signature:
         message=_compile(source, sig_id, match.get("message"), "message"),
         exception=_compile(source, sig_id, match.get("exception"), "exception"),
         frame=_compile(source, sig_id, match.get("frame"), "frame"),
+        path=_compile(source, sig_id, match.get("path"), "path"),
         levels=frozenset(_strings(match.get("levels"), source, sig_id, "levels")),
         kinds=kinds,
         tests=SignatureTests(
@@ -251,6 +254,8 @@ def match_event(sig: Signature, event: Event) -> Match | None:
     ):
         return None
     if sig.frame is not None and not any(_search(sig.frame, f.function) for f in event.frames):
+        return None
+    if sig.path is not None and not any(_search(sig.path, f.file) for f in event.frames):
         return None
     if sig.message is None:
         line = event.exceptions[-1].line if event.exceptions else event.line

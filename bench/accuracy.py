@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Print top-1 accuracy per category over the labelled development corpora.
+
+Usage: python bench/accuracy.py [CORPUS_DIR ...]   (default: ../shared/corpus*)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from vlogscope.evaluate import evaluate, summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str]) -> int:
+    dirs = [Path(a) for a in argv] or sorted((ROOT.parent / "shared").glob("corpus*"))
+    for corpus in dirs:
+        outcomes = evaluate(corpus)
+        print(f"== {corpus}")
+        for level in ("high+medium", "all"):
+            chosen = [o for o in outcomes if level == "all" or o.confidence in ("high", "medium")]
+            print(f"-- {level} confidence ({len(chosen)} logs)")
+            print(summarize(chosen).table())
+        wrong = [o for o in outcomes if not o.correct]
+        for o in wrong:
+            print(f"   wrong: {o.file}: expected {'|'.join(o.expected)}, got {o.predicted}"
+                  + (f" ({o.error})" if o.error else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

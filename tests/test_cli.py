@@ -1,0 +1,114 @@
+"""End to end through the installed `vlogscope` command: files, pipes, exit codes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from support import fixture, run_cli, vlogscope_command
+
+LAUNCH1 = "v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log"
+LAUNCH2 = "v0.16-kimi-k25-tp8-launch2-kv-auto-stops-mid-startup.log"
+HEALTHY = "v0.16-llama31-8b-healthy-startup.log"
+
+
+def _json(result: subprocess.CompletedProcess[bytes]) -> dict:
+    return json.loads(result.stdout)
+
+
+def test_file_and_pipe_give_the_same_findings() -> None:
+    path = fixture(LAUNCH1)
+    from_file = run_cli("diagnose", str(path), "--format", "json")
+    from_pipe = run_cli("diagnose", "-", "--format", "json", stdin=path.read_bytes())
+    assert from_file.returncode == from_pipe.returncode == 1
+    a, b = _json(from_file), _json(from_pipe)
+    assert a["findings"] == b["findings"]
+    assert a["facts"] == b["facts"]
+    assert (a["source"], b["source"]) == (str(path), "<stdin>")
+
+
+def test_gzip_pipe_is_read_like_the_plain_file() -> None:
+    path = fixture(LAUNCH1)
+    plain = _json(run_cli("diagnose", str(path), "--format", "json"))
+    zipped = _json(run_cli("diagnose", "-", "--format", "json", stdin=gzip.compress(path.read_bytes())))
+    assert plain["findings"] == zipped["findings"]
+
+
+def test_healthy_log_exits_zero_without_error_findings() -> None:
+    result = run_cli("diagnose", str(fixture(HEALTHY)), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = _json(result)
+    assert report["verdict"] == "healthy"
+    assert not [f for f in report["findings"] if f["severity"] == "error"]
+
+
+def test_text_report_names_the_root_cause_first() -> None:
+    result = run_cli("diagnose", str(fixture(LAUNCH1)))
+    assert result.returncode == 1
+    text = result.stdout.decode()
+    assert text.index("ROOT CAUSE") < text.index("Facts")
+    assert "kv-dtype-override-ignored" in text
+    assert "Verdict: FAILED" in text
+
+
+def test_missing_file_is_one_line_on_stderr_and_exit_2() -> None:
+    result = run_cli("diagnose", "/no/such/vllm.log")
+    assert result.returncode == 2
+    assert result.stderr.decode().strip().splitlines() == [
+        "vlogscope: error: /no/such/vllm.log: no such file or directory"
+    ]
+    assert b"Traceback" not in result.stderr
+
+
+def test_directory_without_logs_is_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "weights.safetensors").write_bytes(b"\0")
+    result = run_cli("diagnose", str(tmp_path))
+    assert result.returncode == 2
+    assert len(result.stderr.decode().strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to drop root")
+def test_unreadable_file_is_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "vllm.log"
+    path.write_bytes(fixture(HEALTHY).read_bytes())
+    path.chmod(0)
+    tmp_path.chmod(0o755)
+    command = vlogscope_command()
+    if os.geteuid() == 0:  # root reads anything: run as nobody, as a real user would be
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+    result = subprocess.run([*command, "diagnose", str(path)], capture_output=True, check=False)
+    if os.geteuid() == 0 and b"ModuleNotFoundError" in result.stderr:
+        pytest.skip("the venv is not readable by the unprivileged user")
+    assert result.returncode == 2
+    assert result.stderr.decode().strip() == f"vlogscope: error: {path}: permission denied"
+
+
+def test_input_without_vllm_lines_says_so_and_is_never_healthy() -> None:
+    result = run_cli("diagnose", str(fixture("not-a-vllm-log.txt")))
+    assert result.returncode == 2
+    assert "no vLLM log lines" in result.stderr.decode()
+    report = _json(run_cli("diagnose", str(fixture("not-a-vllm-log.txt")), "--format", "json"))
+    assert report["verdict"] == "no-vllm-lines"
+
+
+def test_sample_log_ships_with_the_package() -> None:
+    result = run_cli("diagnose", "--sample", "kimi-k25-launch1", "--format", "json")
+    assert result.returncode == 1
+    assert _json(result)["findings"][0]["root_cause"] is True
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "vlogscope", "diagnose", str(fixture(HEALTHY)), "--format", "json"],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert _json(result)["verdict"] == "healthy"

@@ -1,0 +1,115 @@
+"""The founding scenario and its relatives, diagnosed from fixture logs."""
+
+from __future__ import annotations
+
+import pytest
+from support import fixture
+
+from vlogscope.findings import Finding
+from vlogscope.pipeline import Diagnosis, Verdict, analyze
+from vlogscope.signatures import Severity
+from vlogscope.source import Source
+
+
+def _diagnose(name: str) -> Diagnosis:
+    return analyze(Source.from_path(fixture(name)))
+
+
+def _root(d: Diagnosis) -> Finding:
+    assert d.root_cause is not None, [f.id for f in d.findings]
+    return d.root_cause
+
+
+def _all_text(f: Finding) -> str:
+    return " ".join([f.title, f.explanation, *f.fix])
+
+
+def test_launch1_root_cause_is_the_checkpoint_forcing_fp8() -> None:
+    d = _diagnose("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")
+    root = _root(d)
+    assert root.category == "kv-dtype-override-ignored"
+    text = _all_text(root)
+    for needle in (
+        "whatever the checkpoint declares",
+        "hf_quant_config.json",
+        "kv_cache_quant_algo",
+        "kv_cache_scheme",
+        "--kv-cache-dtype bfloat16",
+        "0.18",
+        "8/8 ranks",
+    ):
+        assert needle in text, needle
+    assert d.facts.value("requested_kv_cache_dtype") == "auto"
+    assert d.facts.value("kv_cache_dtype") == "fp8"
+    assert d.facts.value("vllm_version", "").startswith("0.16.0rc2")
+
+
+def test_launch1_evidence_points_at_the_args_config_and_selector_lines() -> None:
+    d = _diagnose("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")
+    root = _root(d)
+    lines = {e.line for e in root.evidence}
+    assert d.facts.get("requested_kv_cache_dtype").line in lines  # type: ignore[union-attr]
+    assert d.facts.get("kv_cache_dtype").line in lines  # type: ignore[union-attr]
+    assert any("No valid attention backend" in e.text for e in root.evidence)
+
+
+def test_launch1_symptoms_are_linked_under_the_root_cause_never_above() -> None:
+    d = _diagnose("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")
+    assert d.findings[0].root_cause
+    assert sum(f.root_cause for f in d.findings) == 1
+    symptoms = {f.id for f in d.findings if f.symptom_of == d.findings[0].id}
+    assert "engine-died-silently/engine-core-init-failed" in symptoms
+    assert "kv-cache-dtype-unsupported/no-backend-for-kv-dtype" in symptoms
+    unsupported = next(f for f in d.findings if f.category == "kv-cache-dtype-unsupported")
+    assert unsupported.ranks == "8/8 ranks"
+
+
+def test_launch2_stopping_mid_startup_is_still_diagnosed() -> None:
+    d = _diagnose("v0.16-kimi-k25-tp8-launch2-kv-auto-stops-mid-startup.log")
+    assert d.verdict is Verdict.FAILED
+    root = _root(d)
+    assert root.category == "kv-dtype-override-ignored"
+    assert "whatever the checkpoint declares" in root.explanation
+    silent = [f for f in d.findings if f.category == "engine-died-silently"]
+    assert silent and silent[0].symptom_of == root.id
+    assert d.facts.value("last_phase") == "weight loading"
+
+
+def test_v010_triton_mla_fp8_explicit_flag_is_an_unsupported_dtype() -> None:
+    d = _diagnose("v0.10.1-deepseek-v2-lite-triton-mla-fp8-notimplemented.log")
+    root = _root(d)
+    assert root.id == "kv-cache-dtype-unsupported/mla-backend-no-fp8"
+    assert "TritonMLA" in root.title
+    assert d.facts.value("requested_kv_cache_dtype") == "fp8"
+
+
+def test_v017_compressed_tensors_overrides_an_explicit_bfloat16() -> None:
+    d = _diagnose("v0.17-compressed-tensors-kv-scheme-overrides-bfloat16.log")
+    root = _root(d)
+    assert root.category == "kv-dtype-override-ignored"
+    assert d.facts.value("requested_kv_cache_dtype") == "bfloat16"
+    assert d.facts.value("kv_cache_dtype") == "bfloat16"
+    assert d.facts.value("selector_kv_cache_dtype") == "fp8"
+    assert "after the config line was printed" in root.explanation
+    assert "does NOT help on this version" in " ".join(root.fix)
+
+
+def test_healthy_startup_has_no_error_finding() -> None:
+    d = _diagnose("v0.16-llama31-8b-healthy-startup.log")
+    assert d.verdict is Verdict.HEALTHY
+    assert not [f for f in d.findings if f.severity is Severity.ERROR]
+    assert d.facts.value("startup_complete") is True
+
+
+@pytest.mark.parametrize("name", ["not-a-vllm-log.txt"])
+def test_foreign_input_is_never_called_healthy(name: str) -> None:
+    assert _diagnose(name).verdict is Verdict.NOT_VLLM
+
+
+def test_every_physical_line_is_accounted_for_once() -> None:
+    path = fixture("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")
+    d = analyze(Source.from_path(path))
+    physical = path.read_bytes().count(b"\n") + (not path.read_bytes().endswith(b"\n"))
+    numbers = sorted(n for e in d.events for n in e.line_numbers)
+    assert numbers == list(range(1, physical + 1))
+    assert d.lines == physical
