@@ -59,7 +59,7 @@ def test_launch1_symptoms_are_linked_under_the_root_cause_never_above() -> None:
     assert sum(f.root_cause for f in d.findings) == 1
     symptoms = {f.id for f in d.findings if f.symptom_of == d.findings[0].id}
     assert "engine-died-silently/engine-core-init-failed" in symptoms
-    assert "kv-cache-dtype-unsupported/no-backend-for-kv-dtype" in symptoms
+    assert "kv-cache-dtype-unsupported/no-mla-backend-for-kv-dtype" in symptoms
     unsupported = next(f for f in d.findings if f.category == "kv-cache-dtype-unsupported")
     assert unsupported.ranks == "8/8 ranks"
 

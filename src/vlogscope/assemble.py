@@ -148,7 +148,11 @@ class _Builder:
         elif stripped in _CHAIN_MARKERS or _PROCESS_BANNER.fullmatch(stripped):
             self._close_exception()
             self.state = _TracebackState.HEADER
-        elif self.state is _TracebackState.FRAMES and (frame := _FRAME.fullmatch(text)):
+        elif self.state in (_TracebackState.FRAMES, _TracebackState.NONE) and (
+            frame := _FRAME.fullmatch(text)
+        ):
+            # In state NONE this is an excerpt that starts inside a traceback.
+            self.state = _TracebackState.FRAMES
             self.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or ""))
             # Wrappers like torchrun's `[rank0]: ` strip indentation; then the
             # unindented line after a frame is its source line, not the exception.
@@ -221,8 +225,8 @@ class _Builder:
 
 
 def _starts_fragment(record: Record) -> bool:
-    """A raw `  File "..."` line with no traceback open: an excerpt cut mid-trace."""
-    return record.fields.kind == "raw" and _FRAME.fullmatch(record.fields.message) is not None
+    """A `  File "..."` line with no traceback open: an excerpt cut mid-trace."""
+    return record.fields.kind != "uvicorn" and _FRAME.fullmatch(record.fields.message) is not None
 
 
 def assemble(records: Iterable[Record]) -> Iterator[Event]:

@@ -3,8 +3,9 @@
 A labelled corpus is a folder of logs with a `labels.tsv` (columns `file`,
 `category`, `confidence`, ...); `category` is a taxonomy id or `healthy`,
 and may list several acceptable ids joined by `|`.  The predicted label of
-a log is its root cause's category, or `healthy` when there is no error
-finding, or `no-vllm-lines`.
+a log is its root cause's category; without an error finding, its most
+important warning's category (preemption, rejected requests); else
+`healthy`, or `no-vllm-lines`.
 
 Examples:
     >>> Outcome("a.log", ("cuda-oom",), "high", "cuda-oom", None).correct
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlogscope.pipeline import Verdict, analyze
-from vlogscope.signatures import Signature, load_signatures
+from vlogscope.signatures import Severity, Signature, load_signatures
 from vlogscope.source import Source
 
 
@@ -57,6 +58,9 @@ def predicted_label(source: Source, signatures: Mapping[str, Signature]) -> str:
     root = diagnosis.root_cause
     if root is not None:
         return root.category
+    warnings = [f for f in diagnosis.findings if f.severity is Severity.WARNING]
+    if warnings:  # not a failure, but what is wrong with the run
+        return warnings[0].category
     return "no-vllm-lines" if diagnosis.verdict is Verdict.NOT_VLLM else "healthy"
 
 

@@ -57,6 +57,10 @@ class Fact:
     value: PyValue
     line: int
     source: str
+    text: str = ""  # the stating line, shortened, to show as evidence
+
+
+MAX_TEXT = 400
 
 
 @dataclass(frozen=True)
@@ -167,11 +171,12 @@ def _requested_args(message: str, emit: _Sink) -> None:
         return
     emit("requested_args", args, source)
     requested = args.get("kv_cache_dtype")
-    if requested is None and not default_shown:
-        requested = "auto"
-        source = "non-default args (kv_cache_dtype absent: the default, auto)"
     if requested is not None:
         emit("requested_kv_cache_dtype", requested, source)
+        emit("requested_kv_cache_dtype_explicit", True, source)
+    elif not default_shown:
+        emit("requested_kv_cache_dtype", "auto", source)
+        emit("requested_kv_cache_dtype_explicit", False, source)
     if "model" in args:
         emit("model", args["model"], source)
 
@@ -191,7 +196,7 @@ def _attention_selector(message: str, emit: _Sink) -> None:
         return
     if m := _SELECTOR.search(message):
         try:
-            fields = parse_mapping(m["body"])
+            fields = parse_mapping(m.group(0))
         except ReprError:
             fields = {}
         for key in ("kv_cache_dtype", "use_mla", "head_size", "dtype", "use_sparse"):
@@ -278,12 +283,13 @@ _EXTRACTORS = (
 )
 
 
-def _payloads(event: Event) -> Iterable[str]:
+def _payloads(event: Event) -> Iterable[tuple[int, str]]:
+    """(line, text) pairs worth reading: a record's message, or the exception lines."""
     if event.kind is EventKind.UNPARSED:
         return ()
     if event.kind is EventKind.RECORD and not event.exceptions:
-        return ("\n".join(event.texts),)
-    return (event.message, *(str(exc) for exc in event.exceptions))
+        return ((event.line, "\n".join(event.texts)),)
+    return ((event.line, event.message), *((e.line, str(e)) for e in event.exceptions))
 
 
 class FactCollector:
@@ -299,10 +305,13 @@ class FactCollector:
         if event.process and event.process.startswith(WORKER_PREFIXES):
             self._workers.setdefault((event.process, event.pid), event.line)
 
-        def emit(name: str, value: PyValue, source: str) -> None:
-            self._found[name] = Fact(name, value, event.line, source)
+        for line, payload in _payloads(event):
 
-        for payload in _payloads(event):
+            def emit(
+                name: str, value: PyValue, source: str, line: int = line, text: str = payload
+            ) -> None:
+                self._found[name] = Fact(name, value, line, source, text[:MAX_TEXT])
+
             for extractor in _EXTRACTORS:
                 extractor(payload, emit)
 

@@ -36,6 +36,7 @@ class Evidence:
     line: int
     text: str
     process: str | None = None
+    note: str = ""  # what this line proves, when the line alone does not say
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
                 seen_texts.add(m.text)
                 evidence.append(Evidence(m.line, m.text, _process_label(m)))
         processes = tuple(dict.fromkeys(p for m in group if (p := _process_label(m))))
-        captures = {**first.captures, "line": str(first.line)}
+        captures = {**first.captures, "line": str(first.line), "text": first.text[:300]}
         findings.append(
             Finding(
                 id=sig.id,
@@ -152,6 +153,10 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
     return findings
 
 
+def _by_importance(f: Finding) -> tuple[bool, int, int]:
+    return f.severity is not Severity.WARNING, -f.priority, f.line
+
+
 def rank(findings: Iterable[Finding]) -> list[Finding]:
     """Mark exactly one error finding as root cause; link the other errors to it.
 
@@ -160,7 +165,7 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
     items = list(findings)
     errors = [f for f in items if f.severity is Severity.ERROR]
     if not errors:
-        return sorted(items, key=lambda f: (f.severity is not Severity.WARNING, f.line))
+        return sorted(items, key=_by_importance)
     root = min(errors, key=lambda f: (f.role is not Role.CAUSE, -f.priority, f.line))
     symptoms = sorted((f for f in errors if f is not root), key=lambda f: f.line)
     root = replace(
@@ -169,5 +174,5 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         symptoms=tuple(f"line {s.line}: {s.title}" for s in symptoms),
     )
     linked = [replace(s, symptom_of=root.id) for s in symptoms]
-    rest = sorted((f for f in items if f.severity is not Severity.ERROR), key=lambda f: f.line)
+    rest = sorted((f for f in items if f.severity is not Severity.ERROR), key=_by_importance)
     return [root, *linked, *rest]

@@ -11,7 +11,8 @@ The shapes (after the envelope stage removed colours and wrappers):
 * any number of process prefixes, outermost first, the innermost being the
   emitting process: `(EngineCore_DP0 pid=207868) `, `(VllmWorker rank=3 pid=406) `,
   `(VllmWorker TP3 pid=8812) `, `(Worker_PP1_TP0 pid=9) `,
-  `(RayWorkerWrapper pid=421, ip=10.233.73.21) `, Ray's bare `(pid=5) `;
+  `(RayWorkerWrapper pid=421, ip=10.233.73.21) `, Ray's bare `(pid=5) ` and its
+  named-task form `(vllm-test, pid=2150) `;
 * then either the vLLM header `LEVEL MM-DD HH:MM:SS [file.py:NNN] message`
   (0.8+) or `LEVEL MM-DD HH:MM:SS file.py:NNN] message` (0.4–0.7), where the
   file may be a shortened relative path at DEBUG level;
@@ -68,7 +69,7 @@ def _build() -> pp.ParserElement:
     ip = pp.Word(pp.alphanums + ".:-_")
     prefix = pp.Group(
         pp.Suppress("(")
-        + pp.Opt(process_name("name") + pp.Suppress(" "))
+        + pp.Opt(process_name("name") + pp.Suppress(pp.Opt(",") + " "))
         + pp.Suppress("pid=")
         + digits("pid")
         + pp.Opt(pp.Suppress(", ip=") + ip("ip"))

@@ -33,7 +33,15 @@ from vlogscope.rules import (
     residue,
     unrecognized_error,
 )
-from vlogscope.signatures import Match, Role, Severity, Signature, load_signatures, match_event
+from vlogscope.signatures import (
+    Match,
+    Role,
+    Severity,
+    Signature,
+    is_fallback,
+    load_signatures,
+    match_event,
+)
 from vlogscope.source import Source
 
 # Levels whose records every signature is tried on; INFO/DEBUG records only
@@ -91,9 +99,10 @@ def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -
         collector.observe(event)
         if event.kind is EventKind.UVICORN and event.level == "INFO":
             continue
-        for sig in sigs:
-            if _tried(sig, event) and (m := match_event(sig, event)) is not None:
-                matches.append(m)
+        found = [m for sig in sigs if _tried(sig, event) and (m := match_event(sig, event))]
+        if any(m.signature.role is Role.CAUSE and not is_fallback(m.signature) for m in found):
+            found = [m for m in found if not is_fallback(m.signature)]
+        matches.extend(found)
     facts = collector.facts()
     findings = from_matches(matches, facts)
     explained = {m.event.line for m in matches if m.explains_event}

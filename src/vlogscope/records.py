@@ -25,7 +25,7 @@ from vlogscope.grammar import LEVELS, UVICORN_LEVELS, LineFields
 # Character classes are spelled in ASCII because pyparsing's `alphanums`,
 # `nums` and `printables` are ASCII-only, while `\w`/`\d`/`\S` are Unicode.
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*(?: (?!pid=)[A-Za-z_][A-Za-z0-9_.=\-]*)*"
-_PREFIX = r"\((?:{name} )?pid={pid}(?:, ip={ip})?\) ?"
+_PREFIX = r"\((?:{name},? )?pid={pid}(?:, ip={ip})?\) ?"
 _ANY_PREFIX = _PREFIX.format(name=_NAME, pid="[0-9]+", ip="[A-Za-z0-9.:\\-_]+")
 _LAST_PREFIX = _PREFIX.format(
     name=f"(?P<name>{_NAME})", pid="(?P<pid>[0-9]+)", ip="(?P<ip>[A-Za-z0-9.:\\-_]+)"

@@ -79,7 +79,10 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         "title": f.title,
         "explanation": f.explanation,
         "fix": list(f.fix),
-        "evidence": [{"line": e.line, "text": e.text, "process": e.process} for e in f.evidence],
+        "evidence": [
+            {"line": e.line, "text": e.text, "process": e.process, "note": e.note}
+            for e in f.evidence
+        ],
         "symptoms": list(f.symptoms),
         "symptom_of": f.symptom_of,
         "ranks": f.ranks,
@@ -126,6 +129,8 @@ def _finding_body(f: Finding) -> Group:
             if e.process:
                 line.append(f"({e.process}) ", style="dim")
             line.append(e.text[:400])
+            if e.note:
+                line.append(f"  ← {e.note}", style="dim")
             parts.append(line)
     if f.fix:
         parts.append(_plain("\nFix", "bold"))

@@ -34,6 +34,22 @@ CHECKPOINT_KV_KEYS = (
 )
 
 
+def excerpt(text: str, needle: str, width: int = 160) -> str:
+    """The part of a long line around `needle`, so evidence shows what matters.
+
+    >>> excerpt("a" * 300 + " kv_cache_dtype=fp8, " + "b" * 300, "kv_cache_dtype", 40)
+    '…aaaaaaaaa kv_cache_dtype=fp8, bbbbbbbbbb…'
+    """
+    if len(text) <= width:
+        return text
+    at = text.find(needle)
+    if at < 0:
+        return text[: width - 1] + "…"
+    start = max(0, at - width // 4)
+    end = min(len(text), start + width)
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
 def version_tuple(text: object) -> tuple[int, int, int] | None:
     m = _VERSION.match(str(text)) if text is not None else None
     return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
@@ -41,10 +57,6 @@ def version_tuple(text: object) -> tuple[int, int, int] | None:
 
 def _is_fp8(value: object) -> bool:
     return value is not None and bool(_FP8.search(str(value)))
-
-
-def _where(fact: Fact | None) -> str:
-    return f"line {fact.line}, {fact.source}" if fact is not None else "not in the log"
 
 
 def _checkpoint_source(quantization: object) -> str:
@@ -87,6 +99,27 @@ def _fixes(facts: Facts, version: tuple[int, int, int] | None) -> tuple[str, ...
     return tuple(fixes)
 
 
+def _requested_text(requested: Fact, explicit: bool) -> str:
+    if explicit:
+        return f"`--kv-cache-dtype {requested.value}` was asked for ({requested.source} line {requested.line})"
+    return (
+        f"no fp8 was asked for ({requested.source} line {requested.line}: kv_cache_dtype not "
+        "set, i.e. `auto`)"
+    )
+
+
+def _shown_text(config: Fact | None, selector: Fact | None) -> str:
+    if config is None:
+        return "the engine config line is not in the log"
+    shown = f"engine config line {config.line}: kv_cache_dtype={config.value}"
+    if selector is not None and not _is_fp8(config.value):
+        shown += (
+            f"; the attention selector (line {selector.line}) got kv_cache_dtype="
+            f"{selector.value}, so the override happened after the config line was printed"
+        )
+    return shown
+
+
 def kv_dtype_from_checkpoint(
     facts: Facts, findings: Sequence[Finding], stopped_mid_startup: bool
 ) -> Finding | None:
@@ -101,64 +134,52 @@ def kv_dtype_from_checkpoint(
     config = facts.get("kv_cache_dtype")
     selector = facts.get("selector_kv_cache_dtype")
     effective = selector or config
-    unsupported = [f for f in findings if f.category == "kv-cache-dtype-unsupported"]
     if effective is None or not _is_fp8(effective.value) or requested is None:
         return None
     if _is_fp8(requested.value):
         return None  # fp8 was asked for: not an override
+    explicit = bool(facts.value("requested_kv_cache_dtype_explicit"))
     version = version_tuple(facts.value("vllm_version"))
-    asked = str(requested.value)
-    asked_text = (
-        "no KV-cache dtype was asked for (`kv_cache_dtype` absent from non-default args, "
-        "i.e. the default `auto`)"
-        if "absent" in requested.source
-        else f"`--kv-cache-dtype {asked}` was asked for"
-    )
-    shown = (
-        f"the engine config line (line {config.line}) says kv_cache_dtype={config.value}"
-        if config is not None
-        else "no engine config line was found"
-    )
-    if selector is not None and config is not None and not _is_fp8(config.value):
-        shown += (
-            f", but the attention selector (line {selector.line}) got kv_cache_dtype="
-            f"{selector.value}: the override happened after the config line was printed"
-        )
+    unsupported = [f for f in findings if f.category == "kv-cache-dtype-unsupported"]
     consequence = ""
     if unsupported:
         cause = unsupported[0]
         ranks = f", {cause.ranks}" if cause.ranks else ""
-        consequence = f" Consequence: {cause.title} (line {cause.line}{ranks})."
+        consequence = f" {cause.title} (evidence: line {cause.line}{ranks})."
     elif stopped_mid_startup and facts.value("uses_mla") and version and version < (0, 18, 0):
         consequence = (
             " The log stops during start-up; with an MLA model on vLLM < 0.18 an fp8 KV cache "
-            "fails on every GPU except Hopper (SM90) and SM100, since TRITON_MLA lacks fp8."
+            "fails on every GPU except Hopper (SM90) and SM100, because TRITON_MLA lacks fp8."
         )
     explanation = (
-        f"The KV cache in force is {effective.value} although {asked_text} "
-        f'({_where(requested)}); {shown}. From vLLM 0.14, `auto` means "whatever the '
-        f'checkpoint declares": {_checkpoint_source(facts.value("quantization"))}, which puts '
-        f"fp8 in force.{consequence}"
+        f"The KV cache is {effective.value} ({_shown_text(config, selector)}) although "
+        f"{_requested_text(requested, explicit)}. From vLLM 0.14, `auto` means \"whatever the "
+        f"checkpoint declares\": {_checkpoint_source(facts.value('quantization'))}, and that "
+        f"puts fp8 in force.{consequence}"
     )
-    failing = bool(unsupported) or bool(consequence)
     evidence = [
-        Evidence(f.line, f"{f.source}: {f.name}={f.value}")
-        for f in (requested, config, selector)
+        Evidence(f.line, excerpt(f.text, "kv_cache_dtype") or f"{f.name}={f.value}", note=note)
+        for f, note in (
+            (requested, "requested" if explicit else "requested: kv_cache_dtype absent, i.e. auto"),
+            (config, f"effective: kv_cache_dtype={config.value}" if config else ""),
+            (selector, f"in force at the attention layer: {selector.value}" if selector else ""),
+        )
         if f is not None
     ]
     for cause in unsupported[:1]:
-        evidence.extend(cause.evidence[:2])
+        evidence.extend(cause.evidence[:1])
+    failing = bool(unsupported) or bool(consequence)
     return Finding(
         id="kv-dtype-override-ignored/checkpoint-quant-config",
         category="kv-dtype-override-ignored",
         severity=Severity.ERROR if failing else Severity.INFO,
         title=(
-            f"KV cache is {effective.value} because the checkpoint's quantization config says "
-            f"so, not because it was asked for (requested: {asked})"
+            f"The KV cache is {effective.value} because the checkpoint's quantization config "
+            f"says so, not because it was asked for (requested: {requested.value})"
         ),
         explanation=explanation,
         fix=_fixes(facts, version),
-        evidence=tuple(evidence),
+        evidence=tuple(sorted(evidence, key=lambda e: e.line)),
         confidence=0.9 if unsupported else 0.6,
         priority=95,
         references=(

@@ -34,7 +34,7 @@ A file holds any number of `[[signature]]` tables:
 Examples:
     >>> sigs = load_signatures()
     >>> sig = sigs["kv-cache-dtype-unsupported/mla-backend-no-fp8"]
-    >>> sig.category, sig.severity
+    >>> sig.category, str(sig.severity)
     ('kv-cache-dtype-unsupported', 'error')
 """
 
@@ -102,6 +102,15 @@ class Signature:
     origin: Path
 
 
+def is_fallback(sig: Signature) -> bool:
+    """Frame/path-only signatures guess from where a traceback ran, not what it said.
+
+    They only speak for events that no message- or exception-based signature
+    explains (typically excerpts cut off before the exception line).
+    """
+    return sig.message is None and sig.exception is None
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     """One event matched by one signature, with what the regex captured."""
@@ -164,9 +173,9 @@ def _parse(table: Mapping[str, Any], source: Path) -> Signature:
     if category not in CATEGORIES:
         raise SignatureError(f"{source}: signature {sig_id!r}: unknown category {category!r}")
     match = table.get("match", {})
-    if not any(k in match for k in ("message", "exception", "frame")):
+    if not any(k in match for k in ("message", "exception", "frame", "path")):
         raise SignatureError(
-            f"{source}: signature {sig_id!r}: match needs message, exception or frame"
+            f"{source}: signature {sig_id!r}: match needs message, exception, frame or path"
         )
     try:
         severity, role = Severity(table["severity"]), Role(table.get("role", "cause"))
@@ -253,17 +262,21 @@ def match_event(sig: Signature, event: Event) -> Match | None:
         _search(sig.exception, exc.type) for exc in event.exceptions
     ):
         return None
-    if sig.frame is not None and not any(_search(sig.frame, f.function) for f in event.frames):
-        return None
-    if sig.path is not None and not any(_search(sig.path, f.file) for f in event.frames):
-        return None
+    frame_captures: dict[str, str] = {}
+    for pattern, attribute in ((sig.frame, "function"), (sig.path, "file")):
+        if pattern is None:
+            continue
+        hit = next((f for f in event.frames if _search(pattern, getattr(f, attribute))), None)
+        if hit is None:
+            return None
+        frame_captures = {"function": hit.function, "file": hit.file}
     if sig.message is None:
         line = event.exceptions[-1].line if event.exceptions else event.line
         text = str(event.exceptions[-1]) if event.exceptions else event.message
-        return Match(sig, event, line, text, {})
+        return Match(sig, event, line, text, frame_captures)
     for line, text in _candidates(event):
         m = _search(sig.message, text)
         if m is not None:
             captures = {k: v for k, v in m.groupdict().items() if v is not None}
-            return Match(sig, event, line, text, captures)
+            return Match(sig, event, line, text, {**frame_captures, **captures})
     return None
