@@ -15,6 +15,9 @@ SHARED = ROOT.parent / "shared"
 CORPORA = [SHARED / "corpus", SHARED / "corpus-generated"]
 GENLOG = SHARED / "bench" / "genlog.py"
 
+# Filled by tests/test_corpus.py, printed by conftest.py at the end of the run.
+ACCURACY_REPORT: list[str] = []
+
 
 def fixture(name: str) -> Path:
     path = FIXTURES / name

@@ -29,8 +29,12 @@ def test_logged_traceback_is_one_event_with_its_exception() -> None:
 
 def test_interleaved_ranks_are_untangled_per_process() -> None:
     lines = []
-    for step in ("WorkerProc failed to start.", "Traceback (most recent call last):",
-                 '  File "/v/layer.py", line 1, in get_attn_backend', "ValueError: rank says no"):
+    for step in (
+        "WorkerProc failed to start.",
+        "Traceback (most recent call last):",
+        '  File "/v/layer.py", line 1, in get_attn_backend',
+        "ValueError: rank says no",
+    ):
         for rank in range(8):
             lines.append(f"(Worker_TP{rank} pid={100 + rank}) ERROR 01-01 00:00:00 [m.py:9] {step}")
     events = _events(*lines)
@@ -82,8 +86,14 @@ def test_excerpt_starting_mid_traceback_is_a_fragment() -> None:
 def test_banner_lines_join_but_route_lines_stay_separate() -> None:
     a = "(APIServer pid=1) INFO 07-16 12:51:58 [api_utils.py:339] "
     r = "(APIServer pid=1) INFO 07-16 12:51:59 [launcher.py:46] "
-    events = _events(a, a + "       █     █     █▄   ▄█", a + "  ▄▄ ▄█ █  version 0.23.1", a,
-                     r + "Route: /docs, Methods: GET", r + "Route: /health, Methods: GET")
+    events = _events(
+        a,
+        a + "       █     █     █▄   ▄█",
+        a + "  ▄▄ ▄█ █  version 0.23.1",
+        a,
+        r + "Route: /docs, Methods: GET",
+        r + "Route: /health, Methods: GET",
+    )
     assert [e.lines for e in events] == [4, 1, 1]
 
 

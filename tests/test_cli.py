@@ -7,9 +7,11 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
+
 from support import fixture, run_cli, vlogscope_command
 
 LAUNCH1 = "v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log"
@@ -35,7 +37,9 @@ def test_file_and_pipe_give_the_same_findings() -> None:
 def test_gzip_pipe_is_read_like_the_plain_file() -> None:
     path = fixture(LAUNCH1)
     plain = _json(run_cli("diagnose", str(path), "--format", "json"))
-    zipped = _json(run_cli("diagnose", "-", "--format", "json", stdin=gzip.compress(path.read_bytes())))
+    zipped = _json(
+        run_cli("diagnose", "-", "--format", "json", stdin=gzip.compress(path.read_bytes()))
+    )
     assert plain["findings"] == zipped["findings"]
 
 
@@ -73,11 +77,13 @@ def test_directory_without_logs_is_exit_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to drop root")
-def test_unreadable_file_is_exit_2(tmp_path: Path) -> None:
-    path = tmp_path / "vllm.log"
+def test_unreadable_file_is_exit_2() -> None:
+    # A folder anyone may enter (pytest's own tmp folder is private to root).
+    folder = Path(tempfile.mkdtemp(prefix="vlogscope-"))
+    folder.chmod(0o755)
+    path = folder / "vllm.log"
     path.write_bytes(fixture(HEALTHY).read_bytes())
     path.chmod(0)
-    tmp_path.chmod(0o755)
     command = vlogscope_command()
     if os.geteuid() == 0:  # root reads anything: run as nobody, as a real user would be
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]

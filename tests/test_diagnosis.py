@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from support import fixture
 
+from support import fixture
 from vlogscope.findings import Finding
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
 from vlogscope.signatures import Severity

@@ -19,7 +19,7 @@ INNER = "(APIServer pid=8707) INFO 08-19 18:34:30 [api_server.py:1] ok"
         f"vllm-1  | {INNER}",
         f"vllm-openai-1 | {INNER}",
         f"[2025-08-19T18:34:30Z] {INNER}",
-        f"\x1b[1;36m(APIServer pid=8707)\x1b[0;0m \x1b[32mINFO\x1b[0m 08-19 18:34:30 [api_server.py:1] ok",
+        "\x1b[1;36m(APIServer pid=8707)\x1b[0;0m \x1b[32mINFO\x1b[0m 08-19 18:34:30 [api_server.py:1] ok",
         f"\x1b_bk;t=1700000000000\x07{INNER}",
     ],
 )
@@ -43,5 +43,5 @@ def test_osc_hyperlinks_and_screen_clears_are_neutralised() -> None:
 
 
 def test_plain_vllm_lines_pass_unchanged() -> None:
-    for text in (INNER, "  File \"/x.py\", line 1, in f", "Traceback (most recent call last):", ""):
+    for text in (INNER, '  File "/x.py", line 1, in f', "Traceback (most recent call last):", ""):
         assert unwrap(PhysicalLine(1, text)).text == text

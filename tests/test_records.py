@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
-from support import FIXTURES, GENLOG, corpus_logs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support import FIXTURES, GENLOG, corpus_logs
 from vlogscope.envelope import strip_escapes
 from vlogscope.grammar import parse_line
 from vlogscope.records import classify
@@ -38,7 +38,9 @@ def test_regex_agrees_with_grammar_on_generated_lines(failure: str) -> None:
         capture_output=True,
         check=True,
     ).stdout
-    lines = [strip_escapes(raw.rstrip(b"\r").decode("utf-8", "replace")) for raw in out.split(b"\n")]
+    lines = [
+        strip_escapes(raw.rstrip(b"\r").decode("utf-8", "replace")) for raw in out.split(b"\n")
+    ]
     assert [t for t in lines if classify(t) != parse_line(t)] == []
 
 
@@ -79,7 +81,7 @@ def test_regex_agrees_with_grammar_on_hostile_lines(text: str) -> None:
 
 
 def test_innermost_prefix_names_the_emitting_process() -> None:
-    fields = classify("(APIServer pid=4788) (EngineCore_0 pid=5042)   File \"x\", line 1, in f")
+    fields = classify('(APIServer pid=4788) (EngineCore_0 pid=5042)   File "x", line 1, in f')
     assert (fields.process, fields.pid, fields.kind) == ("EngineCore_0", 5042, "raw")
     bare = classify("(EngineCore_DP0 pid=100) (pid=200) INFO 01-01 00:00:00 [a.py:1] m")
     assert (bare.process, bare.pid) == (None, 200)

@@ -21,7 +21,9 @@ def _texts(source: Source) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "compress", [lambda b: b, gzip.compress, bz2.compress, lzma.compress], ids=["plain", "gz", "bz2", "xz"]
+    "compress",
+    [lambda b: b, gzip.compress, bz2.compress, lzma.compress],
+    ids=["plain", "gz", "bz2", "xz"],
 )
 def test_compressed_files_are_recognised_by_magic_bytes_not_names(
     tmp_path: Path, compress: object

@@ -18,11 +18,12 @@ their first line.
 
 Examples:
     >>> from vlogscope.records import classify, Record
-    >>> texts = ["(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9] WorkerProc failed to start.",
-    ...          "(Worker_TP1 pid=2) ERROR 01-01 00:00:00 [m.py:9] WorkerProc failed to start.",
-    ...          "(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9] Traceback (most recent call last):",
-    ...          '(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9]   File "a.py", line 1, in f',
-    ...          "(Worker_TP0 pid=1) ERROR 01-01 00:00:00 [m.py:9] ValueError: bad"]
+    >>> h = "ERROR 01-01 00:00:00 [m.py:9]"
+    >>> texts = [f"(Worker_TP0 pid=1) {h} WorkerProc failed to start.",
+    ...          f"(Worker_TP1 pid=2) {h} WorkerProc failed to start.",
+    ...          f"(Worker_TP0 pid=1) {h} Traceback (most recent call last):",
+    ...          f'(Worker_TP0 pid=1) {h}   File "a.py", line 1, in f',
+    ...          f"(Worker_TP0 pid=1) {h} ValueError: bad"]
     >>> events = list(assemble(Record(i, classify(t)) for i, t in enumerate(texts, 1)))
     >>> [(e.process, e.line_numbers, e.exception) for e in events]
     [('Worker_TP0', (1, 3, 4, 5), 'ValueError: bad'), ('Worker_TP1', (2,), None)]

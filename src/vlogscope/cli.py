@@ -37,7 +37,7 @@ def _fail(message: str) -> None:
 
 def _diagnose_all(paths: Sequence[str], patterns: Sequence[Path]) -> list[Diagnosis]:
     signatures = load_signatures(patterns)
-    stdin = click.get_binary_stream("stdin")
+    stdin = sys.stdin.buffer
     return [analyze(source, signatures) for source in open_sources(paths, stdin)]
 
 

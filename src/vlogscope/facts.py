@@ -23,6 +23,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -230,10 +231,8 @@ def _attention_backend(message: str, emit: _Sink) -> None:
         return
     if m["name"]:
         emit("attention_backend", m["name"], "attention backend line")
-        try:
+        with contextlib.suppress(ReprError):
             emit("attention_backend_candidates", parse_value(m["c"]), "attention backend line")
-        except ReprError:
-            pass
     elif m["old"] and "KV cache layout" not in message:
         emit("attention_backend", m["old"], "attention backend line")
 

@@ -34,7 +34,7 @@ time='04-09 20:31:10', file='multiproc_executor.py', file_line=949, message='boo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pyparsing as pp
 
@@ -118,18 +118,23 @@ LINE = _build()
 def parse_line(text: str) -> LineFields:
     """Parse one unwrapped line; every string parses (the raw branch takes anything)."""
     result = LINE.parse_string(text, parse_all=True)
-    prefixes = result.get("prefixes")
+    prefixes = _get(result, "prefixes")
     inner = prefixes[-1] if prefixes else None
     kind: LineKind = "vllm" if "vllm" in result else "uvicorn" if "uvicorn" in result else "raw"
     is_vllm = kind == "vllm"
     return LineFields(
         kind=kind,
-        process=inner.get("name") if inner is not None else None,
+        process=_get(inner, "name"),
         pid=int(inner["pid"]) if inner is not None else None,
-        ip=inner.get("ip") if inner is not None else None,
-        level=result.get("level") if kind != "raw" else None,
-        time=result.get("time") if is_vllm else None,
-        file=result.get("file") if is_vllm else None,
+        ip=_get(inner, "ip"),
+        level=_get(result, "level") if kind != "raw" else None,
+        time=_get(result, "time") if is_vllm else None,
+        file=_get(result, "file") if is_vllm else None,
         file_line=int(result["file_line"]) if is_vllm else None,
-        message=result.get("message", ""),
+        message=_get(result, "message") or "",
     )
+
+
+def _get(results: pp.ParseResults | None, name: str) -> Any:
+    """A named result or None (ParseResults.get is untyped)."""
+    return results[name] if results is not None and name in results else None

@@ -49,7 +49,8 @@ PHASES = (
     Phase(
         "torch.compile",
         re.compile(
-            r"Dynamo bytecode transform|Compiling a graph for|torch\.compile take|torch\.compile took"
+            r"Dynamo bytecode transform|Compiling a graph for"
+            r"|torch\.compile take|torch\.compile took"
         ),
     ),
     Phase(

@@ -24,7 +24,7 @@ from enum import StrEnum
 
 from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import unwrap
-from vlogscope.facts import Facts, FactCollector
+from vlogscope.facts import FactCollector, Facts
 from vlogscope.findings import Finding, from_matches, rank
 from vlogscope.records import read_record
 from vlogscope.rules import (

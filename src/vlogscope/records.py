@@ -58,17 +58,18 @@ def classify(text: str) -> LineFields:
     m = LINE_PATTERN.fullmatch(text)
     if m is None:  # `.*` cannot fail short of a line separator inside `text`
         return LineFields("raw", None, None, None, None, None, None, None, text)
-    pid = m["pid"]
-    prefix = (m["name"], int(pid), m["ip"]) if pid is not None else (None, None, None)
+    pid = int(m["pid"]) if m["pid"] is not None else None
+    name, ip = m["name"], m["ip"]
     if m["level"] is not None:
         return LineFields(
-            "vllm", *prefix, m["level"], m["time"], m["file"], int(m["file_line"]), m["message"]
-        )
+            "vllm", name, pid, ip, m["level"], m["time"], m["file"], int(m["file_line"]),
+            m["message"],
+        )  # fmt: skip
     if m["uvicorn_level"] is not None:
         return LineFields(
-            "uvicorn", *prefix, m["uvicorn_level"], None, None, None, m["uvicorn_message"]
+            "uvicorn", name, pid, ip, m["uvicorn_level"], None, None, None, m["uvicorn_message"]
         )
-    return LineFields("raw", *prefix, None, None, None, None, m["raw"])
+    return LineFields("raw", name, pid, ip, None, None, None, None, m["raw"])
 
 
 def read_record(line: UnwrappedLine) -> Record:

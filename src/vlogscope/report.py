@@ -103,8 +103,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         },
         "findings": [finding_to_dict(f) for f in d.findings],
         "unexplained": [
-            {"line": e.line, "lines": e.lines, "text": e.exception or e.message}
-            for e in d.residue
+            {"line": e.line, "lines": e.lines, "text": e.exception or e.message} for e in d.residue
         ],
     }
 

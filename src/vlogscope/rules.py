@@ -101,7 +101,8 @@ def _fixes(facts: Facts, version: tuple[int, int, int] | None) -> tuple[str, ...
 
 def _requested_text(requested: Fact, explicit: bool) -> str:
     if explicit:
-        return f"`--kv-cache-dtype {requested.value}` was asked for ({requested.source} line {requested.line})"
+        where = f"{requested.source} line {requested.line}"
+        return f"`--kv-cache-dtype {requested.value}` was asked for ({where})"
     return (
         f"no fp8 was asked for ({requested.source} line {requested.line}: kv_cache_dtype not "
         "set, i.e. `auto`)"
@@ -153,8 +154,8 @@ def kv_dtype_from_checkpoint(
         )
     explanation = (
         f"The KV cache is {effective.value} ({_shown_text(config, selector)}) although "
-        f"{_requested_text(requested, explicit)}. From vLLM 0.14, `auto` means \"whatever the "
-        f"checkpoint declares\": {_checkpoint_source(facts.value('quantization'))}, and that "
+        f'{_requested_text(requested, explicit)}. From vLLM 0.14, `auto` means "whatever the '
+        f'checkpoint declares": {_checkpoint_source(facts.value("quantization"))}, and that '
         f"puts fp8 in force.{consequence}"
     )
     evidence = [

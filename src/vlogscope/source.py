@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 STDIN_NAME = "<stdin>"
 
@@ -76,7 +76,11 @@ def _decode(raw: bytes) -> str:
 
 def _open_decompressed(stream: BinaryIO, name: str) -> BinaryIO:
     """Wrap `stream` in a decompressor chosen by its first bytes."""
-    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
+    buffered = (
+        stream
+        if isinstance(stream, io.BufferedReader)
+        else io.BufferedReader(cast("io.RawIOBase", stream))
+    )
     head = buffered.peek(6)[:6]
     if head.startswith(_MAGIC_GZIP):
         return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
@@ -111,6 +115,8 @@ class Source:
         """Yield every physical line; decoding and I/O errors become InputError."""
         try:
             raw_stream = self._open()
+        except PermissionError:
+            raise InputError(f"{self.name}: permission denied") from None
         except OSError as exc:
             raise InputError(f"{self.name}: cannot read: {exc.strerror or exc}") from exc
         try:
@@ -130,7 +136,7 @@ def _looks_like_log(path: Path) -> bool:
 
 
 def _walk(directory: Path) -> list[Path]:
-    found = []
+    found: list[Path] = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         found.extend(
@@ -154,15 +160,20 @@ def open_sources(specs: Sequence[str], stdin: BinaryIO | None = None) -> list[So
             sources.append(Source.from_stream(STDIN_NAME, stdin or sys.stdin.buffer))
             continue
         path = Path(spec)
+        try:
+            path.stat()
+        except FileNotFoundError:
+            raise InputError(f"{spec}: no such file or directory") from None
+        except OSError as exc:
+            reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror
+            raise InputError(f"{spec}: {reason}") from None
         if path.is_dir():
             logs = _walk(path)
             if not logs:
                 raise InputError(f"{spec}: directory holds no log files (*.log, *.txt, *.out, ...)")
             sources.extend(Source.from_path(p) for p in logs)
-        elif path.exists():
-            if not os.access(path, os.R_OK):
-                raise InputError(f"{spec}: permission denied")
-            sources.append(Source.from_path(path))
+        elif not os.access(path, os.R_OK):
+            raise InputError(f"{spec}: permission denied")
         else:
-            raise InputError(f"{spec}: no such file or directory")
+            sources.append(Source.from_path(path))
     return sources

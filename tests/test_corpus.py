@@ -1,0 +1,36 @@
+"""Accuracy over the labelled development corpora in ../shared (skipped when absent).
+
+The figures are printed in the test summary; the assertions hold what must
+never regress: no crash, no error finding on a healthy log, no log called
+healthy when it has an error record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support import ACCURACY_REPORT, CORPORA
+from vlogscope.evaluate import evaluate, summarize
+
+PRESENT = [c for c in CORPORA if (c / "labels.tsv").exists()]
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not PRESENT, reason="../shared/corpus* not present")
+@pytest.mark.parametrize("corpus", PRESENT, ids=[c.name for c in PRESENT])
+def test_corpus_accuracy_is_measured_and_nothing_crashes(corpus: Path) -> None:
+    outcomes = evaluate(corpus)
+    assert [o for o in outcomes if o.error] == []
+    confident = [o for o in outcomes if o.confidence in ("high", "medium")]
+    ACCURACY_REPORT.append(f"== {corpus.name}: high+medium confidence ({len(confident)} logs)")
+    ACCURACY_REPORT.append(summarize(confident).table())
+    ACCURACY_REPORT.append(f"== {corpus.name}: all ({len(outcomes)} logs)")
+    ACCURACY_REPORT.append(summarize(outcomes).table())
+    healthy_called_failed = [
+        o.file
+        for o in outcomes
+        if o.expected == ("healthy",) and o.predicted != "healthy" and o.confidence == "high"
+    ]
+    assert healthy_called_failed == []
