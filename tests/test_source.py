@@ -6,7 +6,6 @@ import bz2
 import gzip
 import io
 import lzma
-import os
 from pathlib import Path
 
 import pytest
@@ -67,15 +66,6 @@ def test_directory_without_logs_is_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(InputError, match="holds no log files"):
         open_sources([str(tmp_path)])
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
-def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
-    path = tmp_path / "secret.log"
-    path.write_text("x")
-    path.chmod(0)
-    with pytest.raises(InputError, match="permission denied"):
-        open_sources([str(path)])
 
 
 def test_truncated_gzip_is_an_input_error(tmp_path: Path) -> None:
