@@ -113,3 +113,12 @@ def test_every_physical_line_is_accounted_for_once() -> None:
     numbers = sorted(n for e in d.events for n in e.line_numbers)
     assert numbers == list(range(1, physical + 1))
     assert d.lines == physical
+
+
+def test_v085_oom_in_profile_run_is_one_cuda_oom_root_cause() -> None:
+    d = _diagnose("v0.8.5-qwen-cuda-oom-profile.log")
+    root = _root(d)
+    assert root.category == "cuda-oom"
+    assert "Tried to allocate" in root.explanation
+    assert [f.category for f in d.findings].count("cuda-oom") == 1
+    assert all(f.symptom_of == root.id for f in d.findings if f is not root)

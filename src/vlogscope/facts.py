@@ -171,6 +171,10 @@ def _requested_args(message: str, emit: _Sink) -> None:
     else:
         return
     emit("requested_args", args, source)
+    if "gpu_memory_utilization" in args:
+        emit("gpu_memory_utilization", args["gpu_memory_utilization"], source)
+    elif not default_shown:
+        emit("gpu_memory_utilization", 0.9, f"{source} (absent: the default)")
     requested = args.get("kv_cache_dtype")
     if requested is not None:
         emit("requested_kv_cache_dtype", requested, source)

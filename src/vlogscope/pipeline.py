@@ -18,7 +18,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -84,6 +84,23 @@ def _tried(sig: Signature, event: Event) -> bool:
     return event.level in _ALWAYS_TRIED or event.level in sig.levels
 
 
+def _best_matches(found: Iterable[Match]) -> list[Match]:
+    """The matches one event keeps: the most specific per category, fallbacks only alone.
+
+    Two signatures of one category on one event say the same thing twice;
+    frame/path fallbacks guess, so they yield to any message-based cause.
+    """
+    best: dict[tuple[str, Role], Match] = {}
+    for m in found:
+        key = (m.signature.category, m.signature.role)
+        if key not in best or m.signature.priority > best[key].signature.priority:
+            best[key] = m
+    kept = list(best.values())
+    if any(m.signature.role is Role.CAUSE and not is_fallback(m.signature) for m in kept):
+        kept = [m for m in kept if not is_fallback(m.signature)]
+    return kept
+
+
 def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -> Diagnosis:
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     collector = FactCollector()
@@ -99,10 +116,11 @@ def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -
         collector.observe(event)
         if event.kind is EventKind.UVICORN and event.level == "INFO":
             continue
-        found = [m for sig in sigs if _tried(sig, event) and (m := match_event(sig, event))]
-        if any(m.signature.role is Role.CAUSE and not is_fallback(m.signature) for m in found):
-            found = [m for m in found if not is_fallback(m.signature)]
-        matches.extend(found)
+        matches.extend(
+            _best_matches(
+                m for sig in sigs if _tried(sig, event) and (m := match_event(sig, event))
+            )
+        )
     facts = collector.facts()
     findings = from_matches(matches, facts)
     explained = {m.event.line for m in matches if m.explains_event}

@@ -258,10 +258,12 @@ def match_event(sig: Signature, event: Event) -> Match | None:
         return None
     if sig.levels and event.level not in sig.levels:
         return None
-    if sig.exception is not None and not any(
-        _search(sig.exception, exc.type) for exc in event.exceptions
-    ):
-        return None
+    exception_captures: dict[str, str] = {}
+    if sig.exception is not None:
+        hit = next((m for exc in event.exceptions if (m := _search(sig.exception, exc.type))), None)
+        if hit is None:
+            return None
+        exception_captures = {k: v for k, v in hit.groupdict().items() if v is not None}
     frame_captures: dict[str, str] = {}
     for pattern, attribute in ((sig.frame, "function"), (sig.path, "file")):
         if pattern is None:
@@ -273,10 +275,12 @@ def match_event(sig: Signature, event: Event) -> Match | None:
     if sig.message is None:
         line = event.exceptions[-1].line if event.exceptions else event.line
         text = str(event.exceptions[-1]) if event.exceptions else event.message
-        return Match(sig, event, line, text, frame_captures)
+        return Match(sig, event, line, text, {**frame_captures, **exception_captures})
     for line, text in _candidates(event):
         m = _search(sig.message, text)
         if m is not None:
             captures = {k: v for k, v in m.groupdict().items() if v is not None}
-            return Match(sig, event, line, text, {**frame_captures, **captures})
+            return Match(
+                sig, event, line, text, {**frame_captures, **exception_captures, **captures}
+            )
     return None
