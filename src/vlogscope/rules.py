@@ -239,6 +239,9 @@ def engine_died_silently(facts: Facts, last_event: Event | None) -> Finding | No
 def unrecognized_error(events: Sequence[Event]) -> Finding | None:
     """A traceback no signature explains still means the run failed: say so, plainly."""
     for event in events:
+        failed = event.kind is EventKind.TRACEBACK or event.level in ("ERROR", "CRITICAL")
+        if not event.exceptions and event.frames and failed:
+            return _cut_off_traceback(event)
         exc = event.exceptions[-1] if event.exceptions else None
         if exc is None or _SHUTDOWN_EXCEPTIONS.search(exc.type):
             continue
@@ -258,6 +261,59 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
             priority=1,
         )
     return None
+
+
+# Files of the API server / engine client: a traceback running only through these
+# is the front end reporting that the engine went away, not the engine's error.
+_FRONT_END = re.compile(
+    r"vllm/entrypoints/|vllm/v1/engine/(?:core_client|async_llm|utils)\.py"
+    r"|vllm/engine/(?:async_llm_engine|multiprocessing/client)\.py"
+)
+
+
+def _is_front_end(event: Event) -> bool:
+    return all("vllm/" not in f.file or _FRONT_END.search(f.file) for f in event.frames)
+
+
+def _cut_off_traceback(event: Event) -> Finding:
+    """An ERROR traceback that stops before its exception line (a truncated paste)."""
+    last = event.frames[-1]
+    if _is_front_end(event):
+        return Finding(
+            id="engine-died-silently/front-end-traceback-cut-off",
+            category="engine-died-silently",
+            severity=Severity.ERROR,
+            title="The API server's traceback is cut off and no engine error is in the log",
+            explanation=(
+                f"A traceback through the API server / engine client (line {event.line}, ends "
+                f"in `{last.function}`) is the front end reacting to the engine going away; "
+                "no engine-side error record is in the log, so the engine likely died without "
+                "one (killed by a signal or the OOM killer) or its output was not captured."
+            ),
+            fix=(
+                "Capture the EngineCore/Worker output too, and check `dmesg` for the OOM "
+                "killer at that time.",
+            ),
+            evidence=(Evidence(event.line, event.message, event.process),),
+            confidence=0.4,
+            role=Role.SYMPTOM,
+            priority=6,
+        )
+    return Finding(
+        id="other/traceback-cut-off",
+        category="other",
+        severity=Severity.ERROR,
+        title="An error traceback is cut off before its exception line",
+        explanation=(
+            f"The {event.process or 'process'} printed an error traceback (line {event.line}, "
+            f"{event.lines} lines) that ends inside `{last.function}` ({last.file}) without the "
+            "exception that was raised, so the cause cannot be named from this excerpt."
+        ),
+        fix=("Capture the complete log: the exception line follows the last frame shown.",),
+        evidence=(Evidence(event.line, event.message, event.process),),
+        confidence=0.2,
+        priority=0,
+    )
 
 
 def residue(events: Sequence[Event], explained: set[int]) -> list[Event]:
