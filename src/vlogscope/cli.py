@@ -17,14 +17,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 
+from vlogscope.catalog import Problem, lint, run_tests
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
 from vlogscope.report import render_json, render_text
 from vlogscope.samples import SAMPLES, sample_path
-from vlogscope.signatures import SignatureError, load_signatures
+from vlogscope.signatures import Signature, SignatureError, load_signatures
+from vlogscope.signatures import pattern_dirs as all_pattern_dirs
 from vlogscope.source import InputError, open_sources
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
@@ -39,6 +42,15 @@ def _diagnose_all(paths: Sequence[str], patterns: Sequence[Path]) -> list[Diagno
     signatures = load_signatures(patterns)
     stdin = sys.stdin.buffer
     return [analyze(source, signatures) for source in open_sources(paths, stdin)]
+
+
+_PATTERNS_OPTION = click.option(
+    "--patterns",
+    "pattern_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Extra folder of signature files (*.toml); overrides built-ins by id. Repeatable.",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,13 +74,7 @@ def cli() -> None:
     type=click.Choice(sorted(SAMPLES)),
     help="Diagnose a sample log shipped with vlogscope instead of PATH.",
 )
-@click.option(
-    "--patterns",
-    "pattern_dirs",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Extra folder of signature files (*.toml); overrides built-ins by id. Repeatable.",
-)
+@_PATTERNS_OPTION
 @click.option("--debug", is_flag=True, help="Show Python tracebacks of internal errors.")
 def diagnose(
     paths: tuple[str, ...],
@@ -108,6 +114,88 @@ def diagnose(
             render_text(d, console)
     failed = any(d.verdict is Verdict.FAILED for d in diagnoses)
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _load(extra: Sequence[Path]) -> dict[str, Signature]:
+    try:
+        return load_signatures(extra)
+    except SignatureError as exc:
+        _fail(str(exc))
+        raise  # unreachable: _fail exits
+
+
+@cli.group()
+def patterns() -> None:
+    """List, show, test and lint failure signatures."""
+
+
+@patterns.command("list")
+@_PATTERNS_OPTION
+def patterns_list(pattern_dirs: tuple[Path, ...]) -> None:
+    """One line per signature: id, category, severity, priority, file."""
+    for sig in sorted(_load(pattern_dirs).values(), key=lambda s: s.id):
+        click.echo(
+            f"{sig.id:<58} {sig.category:<28} {sig.severity:<8} {sig.priority:>3}  "
+            f"{sig.origin.name}"
+        )
+
+
+@patterns.command("show")
+@click.argument("signature_id")
+@_PATTERNS_OPTION
+def patterns_show(signature_id: str, pattern_dirs: tuple[Path, ...]) -> None:
+    """Everything about one signature."""
+    sig = _load(pattern_dirs).get(signature_id)
+    if sig is None:
+        _fail(f"no signature with id {signature_id!r} (see `vlogscope patterns list`)")
+        return
+    rows = [
+        ("id", sig.id),
+        ("category", sig.category),
+        ("severity", str(sig.severity)),
+        ("role", str(sig.role)),
+        ("priority", str(sig.priority)),
+        ("title", sig.title),
+        ("explain", sig.explain),
+        *(("fix", f) for f in sig.fix),
+        ("versions", sig.versions or "any"),
+        *(("match." + n, p.pattern) for n, p in _patterns_of(sig) if p is not None),
+        ("levels", ", ".join(sorted(sig.levels)) or "WARNING, ERROR, CRITICAL, unlevelled"),
+        *(("reference", r) for r in sig.references),
+        ("file", str(sig.origin)),
+    ]
+    for key, value in rows:
+        click.echo(f"{key + ':':<16}{value}")
+
+
+def _patterns_of(sig: Signature) -> list[tuple[str, Any]]:
+    return [("message", sig.message), ("exception", sig.exception), ("frame", sig.frame),
+            ("path", sig.path)]  # fmt: skip
+
+
+def _report_problems(problems: Sequence[Problem], what: str, count: int) -> None:
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {what} of {count} signatures", err=True)
+        sys.exit(EXIT_FINDINGS)
+    click.echo(f"{what}: {count} signatures, no problems")
+
+
+@patterns.command("test")
+@_PATTERNS_OPTION
+def patterns_test(pattern_dirs: tuple[Path, ...]) -> None:
+    """Run every signature's test blocks and fixtures; say which did not fire."""
+    sigs = _load(pattern_dirs)
+    _report_problems(run_tests(sigs, all_pattern_dirs(pattern_dirs)), "tests", len(sigs))
+
+
+@patterns.command("lint")
+@_PATTERNS_OPTION
+def patterns_lint(pattern_dirs: tuple[Path, ...]) -> None:
+    """Check ids, required fields, tests present and regexes that can backtrack."""
+    sigs = _load(pattern_dirs)
+    _report_problems(lint(sigs, all_pattern_dirs(pattern_dirs)), "lint", len(sigs))
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -101,26 +101,33 @@ def _best_matches(found: Iterable[Match]) -> list[Match]:
     return kept
 
 
+def read_events(source: Source) -> Iterator[Event]:
+    """The first four stages: physical lines to assembled events."""
+    return assemble(read_record(unwrap(line)) for line in source.lines())
+
+
+def event_matches(event: Event, signatures: Iterable[Signature]) -> list[Match]:
+    """The matches an event keeps, with the same filters `analyze` applies."""
+    if event.kind is EventKind.UVICORN and event.level == "INFO":
+        return []  # access lines: thousands per hour, never a failure by themselves
+    return _best_matches(
+        m for sig in signatures if _tried(sig, event) and (m := match_event(sig, event))
+    )
+
+
 def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -> Diagnosis:
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     collector = FactCollector()
     matches: list[Match] = []
     events: list[Event] = []
     lines = vllm_lines = 0
-    records = (read_record(unwrap(line)) for line in source.lines())
-    for event in assemble(records):
+    for event in read_events(source):
         events.append(event)
         lines += event.lines
         if event.kind is not EventKind.UNPARSED or "vllm" in event.message.lower():
             vllm_lines += event.lines
         collector.observe(event)
-        if event.kind is EventKind.UVICORN and event.level == "INFO":
-            continue
-        matches.extend(
-            _best_matches(
-                m for sig in sigs if _tried(sig, event) and (m := match_event(sig, event))
-            )
-        )
+        matches.extend(event_matches(event, sigs))
     facts = collector.facts()
     findings = from_matches(matches, facts)
     explained = {m.event.line for m in matches if m.explains_event}

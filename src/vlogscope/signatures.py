@@ -224,11 +224,16 @@ def load_file(path: Path) -> list[Signature]:
     return [_parse(table, path) for table in tables]
 
 
-def load_signatures(extra_dirs: Iterable[Path] = ()) -> dict[str, Signature]:
-    """Built-ins, then `VLOGSCOPE_PATTERNS` folders, then `extra_dirs`; later ids win."""
+def pattern_dirs(extra_dirs: Iterable[Path] = ()) -> list[Path]:
+    """Built-ins, then `VLOGSCOPE_PATTERNS` folders, then `extra_dirs`, in override order."""
     env_dirs = [Path(p) for p in os.environ.get(ENV_PATTERNS, "").split(os.pathsep) if p]
+    return [builtin_patterns_dir(), *env_dirs, *extra_dirs]
+
+
+def load_signatures(extra_dirs: Iterable[Path] = ()) -> dict[str, Signature]:
+    """Every signature of `pattern_dirs(extra_dirs)`; a later folder's id wins."""
     by_id: dict[str, Signature] = {}
-    for directory in [builtin_patterns_dir(), *env_dirs, *extra_dirs]:
+    for directory in pattern_dirs(extra_dirs):
         if not directory.is_dir():
             raise SignatureError(f"{directory}: patterns folder does not exist")
         for path in sorted(directory.glob("*.toml")):
