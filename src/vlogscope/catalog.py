@@ -128,11 +128,11 @@ def run_tests(signatures: Mapping[str, Signature], roots: Iterable[Path]) -> lis
         for fixture, expect in [(f, True) for f in sig.tests.fires] + [
             (f, False) for f in sig.tests.ignores
         ]:
-            path = _resolve(fixture, sig.origin)
-            if path is None:
+            found = _resolve(fixture, sig.origin)
+            if found is None:
                 problems.append(Problem(str(sig.origin), sig.id, f"fixture {fixture} not found"))
                 continue
-            if _fired(sig, Source.from_path(path)) != expect:
+            if _fired(sig, Source.from_path(found)) != expect:
                 verb = "did not fire on" if expect else "fired on"
                 problems.append(Problem(str(sig.origin), sig.id, f"{verb} {fixture}"))
     return problems
