@@ -1,0 +1,165 @@
+"""Signature files: loading, user folders, overrides, and the catalog checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from support import fixture, run_cli
+from vlogscope.catalog import lint
+from vlogscope.signatures import SignatureError, load_signatures
+
+USER_SIG = """
+[[signature]]
+id = "{id}"
+category = "other"
+severity = "error"
+priority = 99
+title = "Site rule: {title}"
+explain = "Our cluster's own rule."
+fix = ["Call the on-call."]
+[signature.match]
+message = '{regex}'
+"""
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_builtin_catalog_loads_and_covers_every_category() -> None:
+    from vlogscope.taxonomy import CATEGORIES
+
+    sigs = load_signatures()
+    covered = {s.category for s in sigs.values()}
+    # kv-dtype-override-ignored and other come from Python rules (rules.py).
+    assert set(CATEGORIES) - covered <= {"kv-dtype-override-ignored", "other"}
+
+
+def test_user_folder_adds_a_signature_that_outranks_builtins(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "mine",
+        "site.toml",
+        USER_SIG.format(id="other/site-oom", title="oom", regex="CUDA out of memory"),
+    )
+    result = run_cli(
+        "diagnose",
+        str(fixture("v0.8.5-qwen-cuda-oom-profile.log")),
+        "--format",
+        "json",
+        "--patterns",
+        str(tmp_path / "mine"),
+    )
+    report = json.loads(result.stdout)
+    assert report["findings"][0]["id"] == "other/site-oom"
+
+
+def test_environment_folder_overrides_a_builtin_by_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(
+        tmp_path / "env",
+        "override.toml",
+        USER_SIG.format(id="cuda-oom/out-of-memory", title="replaced", regex="CUDA out of memory"),
+    )
+    monkeypatch.setenv("VLOGSCOPE_PATTERNS", str(tmp_path / "env"))
+    sig = load_signatures()["cuda-oom/out-of-memory"]
+    assert sig.title == "Site rule: replaced"
+    assert sig.origin == tmp_path / "env" / "override.toml"
+
+
+def test_malformed_toml_is_a_one_line_error_naming_the_file(tmp_path: Path) -> None:
+    bad = _write(tmp_path / "bad", "broken.toml", "[[signature]]\nid = = 'x'\n")
+    with pytest.raises(SignatureError, match=r"broken\.toml"):
+        load_signatures([bad.parent])
+    result = run_cli(
+        "diagnose", str(fixture("v0.8.5-qwen-cuda-oom-profile.log")), "--patterns", str(bad.parent)
+    )
+    assert result.returncode == 2
+    [line] = result.stderr.decode().strip().splitlines()
+    assert "broken.toml" in line and "line 2" in line
+
+
+def test_unknown_category_is_rejected(tmp_path: Path) -> None:
+    text = USER_SIG.format(id="other/x", title="t", regex="x").replace(
+        'category = "other"', 'category = "gremlins"'
+    )
+    _write(tmp_path / "cat", "c.toml", text)
+    with pytest.raises(SignatureError, match="unknown category 'gremlins'"):
+        load_signatures([tmp_path / "cat"])
+
+
+def test_lint_flags_catastrophic_regexes_and_missing_tests(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "lint",
+        "slow.toml",
+        USER_SIG.format(id="other/slow", title="slow", regex="(a+)+$"),
+    )
+    sigs = {k: v for k, v in load_signatures([tmp_path / "lint"]).items() if k == "other/slow"}
+    messages = [p.message for p in lint(sigs, [tmp_path / "lint"])]
+    assert any("backtrack" in m for m in messages)
+    assert any("no test" in m for m in messages)
+
+
+def test_patterns_test_says_which_block_should_have_fired(tmp_path: Path) -> None:
+    folder = tmp_path / "site"
+    _write(
+        folder,
+        "site.toml",
+        USER_SIG.format(id="other/site-rule", title="t", regex="frobnicator exploded"),
+    )
+    _write(
+        folder / "tests",
+        "site.log",
+        "# ruleid: other/site-rule\nERROR 05-14 09:10:07 [x.py:1] the frobnicator melted\n\n# ok: other/site-rule\nERROR 05-14 09:10:07 [x.py:1] all good\n",
+    )
+    result = run_cli("patterns", "test", "--patterns", str(folder))
+    assert result.returncode == 1
+    out = result.stdout.decode()
+    assert "site.log:2: other/site-rule: should have matched but did not: ERROR 05-14" in out
+
+
+def test_builtin_catalog_passes_its_own_tests_and_lint() -> None:
+    for command in ("test", "lint"):
+        result = run_cli("patterns", command)
+        assert result.returncode == 0, result.stdout.decode()[-3000:]
+        assert "no problems" in result.stdout.decode()
+
+
+def test_patterns_list_and_show_describe_a_signature() -> None:
+    listed = run_cli("patterns", "list").stdout.decode()
+    assert "kv-cache-dtype-unsupported/mla-backend-no-fp8" in listed
+    shown = run_cli("patterns", "show", "kv-cache-dtype-unsupported/mla-backend-no-fp8")
+    assert shown.returncode == 0
+    assert "TritonMLA" in shown.stdout.decode()
+    assert run_cli("patterns", "show", "no/such-id").returncode == 2
+
+
+def test_regex_timeout_keeps_a_bad_user_pattern_from_hanging(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "slow",
+        "slow.toml",
+        USER_SIG.format(id="other/slow", title="slow", regex="(a+)+$"),
+    )
+    log = tmp_path / "vllm.log"
+    log.write_text("ERROR 05-14 09:10:07 [x.py:1] " + "a" * 40 + "!\n")
+    env = dict(os.environ, VLOGSCOPE_PATTERNS=str(tmp_path / "slow"))
+    import subprocess
+
+    from support import vlogscope_command
+
+    result = subprocess.run(
+        [*vlogscope_command(), "diagnose", str(log), "--format", "json"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode in (0, 1)
+    json.loads(result.stdout)
