@@ -124,3 +124,12 @@ def test_unindented_frames_from_stripping_wrappers_still_parse() -> None:
     )
     assert [f.function for f in event.frames] == ["<module>", "from_engine_args"]
     assert event.exceptions[-1].type == "ValueError"
+
+
+def test_ray_task_error_is_unwrapped_to_the_inner_exception_type() -> None:
+    [event] = _events(
+        "Traceback (most recent call last):",
+        '  File "/lighteval/main.py", line 1, in run',
+        "ray.exceptions.RayTaskError(TypeError): ray::run_inference() (pid=1, ip=10.0.0.1)",
+    )
+    assert event.exceptions[-1].type == "TypeError"

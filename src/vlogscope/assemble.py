@@ -50,7 +50,10 @@ _CHAIN_MARKERS = (
 )
 _PROCESS_BANNER = re.compile(r"Process [\w\-]+:$")
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.*))?')
-_EXCEPTION = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
+# `ray.exceptions.RayTaskError(TypeError): ...` wraps the real type in parentheses.
+_EXCEPTION = re.compile(
+    r"(?P<type>[A-Za-z_][\w.]*)(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::(?: (?P<message>.*))?)?$"
+)
 
 
 class EventKind(StrEnum):
@@ -162,7 +165,7 @@ class _Builder:
             self.code_expected = False
         elif self.state is _TracebackState.FRAMES and stripped:
             m = _EXCEPTION.match(stripped)
-            kind, message = (m["type"], m["message"] or "") if m else (stripped, "")
+            kind, message = (m["inner"] or m["type"], m["message"] or "") if m else (stripped, "")
             self.open_exception = RaisedException(kind, message, number)
             self.state = _TracebackState.RAISED
         elif self.state is _TracebackState.RAISED and self.open_exception and stripped:
