@@ -122,3 +122,33 @@ def test_v085_oom_in_profile_run_is_one_cuda_oom_root_cause() -> None:
     assert "Tried to allocate" in root.explanation
     assert [f.category for f in d.findings].count("cuda-oom") == 1
     assert all(f.symptom_of == root.id for f in d.findings if f is not root)
+
+
+def test_appended_launches_are_diagnosed_separately_latest_first(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    healthy = fixture("v0.16-llama31-8b-healthy-startup.log").read_bytes()
+    failed = fixture("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log").read_bytes()
+    log = tmp_path / "appended.log"
+    log.write_bytes(failed + healthy + failed)
+    d = analyze(Source.from_path(log))
+    assert [str(r.verdict) for r in d.runs] == ["failed", "healthy", "failed"]
+    assert d.runs[1].facts.value("model") == "meta-llama/Llama-3.1-8B-Instruct"
+    assert d.root_cause is not None and d.root_cause.category == "kv-dtype-override-ignored"
+    # The healthy run's facts never leak into the failed runs and vice versa.
+    assert d.runs[0].facts.value("kv_cache_dtype") == "fp8"
+    assert d.runs[1].root_cause is None
+    assert sum(r.lines for r in d.runs) == d.lines
+
+
+def test_a_healthy_restart_after_a_failure_is_the_verdict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from vlogscope.report import run_summary
+
+    log = tmp_path / "restart.log"
+    log.write_bytes(
+        fixture("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log").read_bytes()
+        + fixture("v0.16-llama31-8b-healthy-startup.log").read_bytes()
+    )
+    d = analyze(Source.from_path(log))
+    assert d.verdict is Verdict.HEALTHY
+    assert run_summary(d) == (
+        "run 1 of 2 failed with kv-dtype-override-ignored; the last run is healthy"
+    )

@@ -33,6 +33,7 @@ from vlogscope.rules import (
     residue,
     unrecognized_error,
 )
+from vlogscope.runs import RunSplitter
 from vlogscope.signatures import (
     Match,
     Role,
@@ -56,16 +57,17 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True)
-class Diagnosis:
-    """Everything vlogscope concluded about one input."""
+class RunDiagnosis:
+    """What vlogscope concluded about one launch found in the input."""
 
-    source: str
+    index: int  # 1-based, in input order
+    first_line: int
+    last_line: int
     lines: int
     vllm_lines: int
     facts: Facts
     findings: tuple[Finding, ...]
     residue: tuple[Event, ...]
-    events: tuple[Event, ...]
 
     @property
     def root_cause(self) -> Finding | None:
@@ -75,9 +77,51 @@ class Diagnosis:
     def verdict(self) -> Verdict:
         if any(f.severity is Severity.ERROR for f in self.findings):
             return Verdict.FAILED
+        return Verdict.HEALTHY if self.vllm_lines else Verdict.NOT_VLLM
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Everything vlogscope concluded about one input; the latest run speaks for it.
+
+    `facts`, `findings`, `residue`, `root_cause` and `verdict` are those of the
+    last launch in the input (what the server is doing now); `runs` has them all.
+    """
+
+    source: str
+    lines: int
+    runs: tuple[RunDiagnosis, ...]
+    events: tuple[Event, ...]
+
+    @property
+    def latest(self) -> RunDiagnosis:
+        return self.runs[-1]
+
+    @property
+    def facts(self) -> Facts:
+        return self.latest.facts
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.latest.findings
+
+    @property
+    def residue(self) -> tuple[Event, ...]:
+        return self.latest.residue
+
+    @property
+    def root_cause(self) -> Finding | None:
+        return self.latest.root_cause
+
+    @property
+    def vllm_lines(self) -> int:
+        return sum(r.vllm_lines for r in self.runs)
+
+    @property
+    def verdict(self) -> Verdict:
         if self.vllm_lines == 0:
             return Verdict.NOT_VLLM
-        return Verdict.HEALTHY
+        return self.latest.verdict
 
 
 def _tried(sig: Signature, event: Event) -> bool:
@@ -115,41 +159,71 @@ def event_matches(event: Event, signatures: Iterable[Signature]) -> list[Match]:
     )
 
 
-def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -> Diagnosis:
-    sigs = list((signatures if signatures is not None else load_signatures()).values())
-    collector = FactCollector()
-    matches: list[Match] = []
-    events: list[Event] = []
-    lines = vllm_lines = 0
-    for event in read_events(source):
-        events.append(event)
-        lines += event.lines
+class _RunBuilder:
+    """Accumulates one launch's events, facts and matches as they stream past."""
+
+    def __init__(self, index: int, signatures: list[Signature]) -> None:
+        self.index, self.signatures = index, signatures
+        self.collector = FactCollector()
+        self.matches: list[Match] = []
+        self.events: list[Event] = []
+        self.lines = self.vllm_lines = 0
+
+    def add(self, event: Event) -> None:
+        self.events.append(event)
+        self.lines += event.lines
         if event.kind is not EventKind.UNPARSED or "vllm" in event.message.lower():
-            vllm_lines += event.lines
-        collector.observe(event)
-        matches.extend(event_matches(event, sigs))
-    facts = collector.facts()
-    findings = from_matches(matches, facts)
-    explained = {m.event.line for m in matches if m.explains_event}
-    unexplained = residue(events, explained)
-    has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
-    stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
-    unrecognized = None if has_error else unrecognized_error(unexplained)
-    silent = None
-    if not has_error and unrecognized is None:
-        silent = engine_died_silently(facts, events[-1] if events else None)
-    extra = [
-        kv_dtype_from_checkpoint(facts, findings, stopped and not has_error),
-        unrecognized,
-        silent,
-    ]
-    findings.extend(f for f in extra if f is not None)
+            self.vllm_lines += event.lines
+        self.collector.observe(event)
+        self.matches.extend(event_matches(event, self.signatures))
+
+    def finish(self) -> RunDiagnosis:
+        events, facts = self.events, self.collector.facts()
+        findings = from_matches(self.matches, facts)
+        explained = {m.event.line for m in self.matches if m.explains_event}
+        unexplained = residue(events, explained)
+        has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
+        stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
+        unrecognized = None if has_error else unrecognized_error(unexplained)
+        silent = None
+        if not has_error and unrecognized is None:
+            silent = engine_died_silently(facts, events[-1] if events else None)
+        extra = [
+            kv_dtype_from_checkpoint(facts, findings, stopped and not has_error),
+            unrecognized,
+            silent,
+        ]
+        findings.extend(f for f in extra if f is not None)
+        last = max((n for e in events for n in e.line_numbers[-1:]), default=0)
+        return RunDiagnosis(
+            index=self.index,
+            first_line=events[0].line if events else 0,
+            last_line=last,
+            lines=self.lines,
+            vllm_lines=self.vllm_lines,
+            facts=facts,
+            findings=tuple(rank(findings)),
+            residue=tuple(unexplained),
+        )
+
+
+def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -> Diagnosis:
+    """Run the whole pipeline over one source, reading it once."""
+    sigs = list((signatures if signatures is not None else load_signatures()).values())
+    splitter = RunSplitter()
+    runs: list[RunDiagnosis] = []
+    current = _RunBuilder(1, sigs)
+    events: list[Event] = []
+    for event in read_events(source):
+        if splitter.starts_new_run(event) and current.events:
+            runs.append(current.finish())
+            current = _RunBuilder(len(runs) + 1, sigs)
+        current.add(event)
+        events.append(event)
+    runs.append(current.finish())
     return Diagnosis(
         source=source.name,
-        lines=lines,
-        vllm_lines=vllm_lines,
-        facts=facts,
-        findings=tuple(rank(findings)),
-        residue=tuple(unexplained),
+        lines=sum(r.lines for r in runs),
+        runs=tuple(runs),
         events=tuple(events),
     )

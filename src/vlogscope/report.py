@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vlogscope.findings import Finding
-from vlogscope.pipeline import Diagnosis, Verdict
+from vlogscope.pipeline import Diagnosis, RunDiagnosis, Verdict
 from vlogscope.reprs import Call, EnumRepr, PyValue
 from vlogscope.signatures import Severity
 
@@ -91,12 +91,51 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
     }
 
 
+def run_summary(d: Diagnosis) -> str:
+    """One sentence over all launches: "run 2 of 3 failed with X; the last run is healthy"."""
+    total = len(d.runs)
+    if total == 1:
+        root = d.root_cause
+        return f"the run {'failed: ' + root.title if root else 'is ' + str(d.verdict)}"
+    failed = [r for r in d.runs if r.root_cause is not None]
+    parts = [
+        f"run {r.index} of {total} failed with {r.root_cause.category}"
+        for r in failed
+        if r.root_cause is not None and r is not d.latest
+    ]
+    latest = d.latest
+    tail = (
+        f"the last run failed with {latest.root_cause.category}"
+        if latest.root_cause is not None
+        else f"the last run is {latest.verdict}"
+    )
+    return "; ".join([*parts, tail])
+
+
+def _run_dict(r: RunDiagnosis) -> dict[str, Any]:
+    root = r.root_cause
+    return {
+        "index": r.index,
+        "first_line": r.first_line,
+        "last_line": r.last_line,
+        "lines": r.lines,
+        "verdict": str(r.verdict),
+        "root_cause": None
+        if root is None
+        else {"id": root.id, "category": root.category, "title": root.title},
+        "vllm_version": to_jsonable(r.facts.value("vllm_version")),
+        "model": to_jsonable(r.facts.value("model")),
+        "findings": [finding_to_dict(f) for f in r.findings],
+    }
+
+
 def to_dict(d: Diagnosis) -> dict[str, Any]:
     return {
         "schema": SCHEMA_VERSION,
         "source": d.source,
         "lines": d.lines,
         "verdict": str(d.verdict),
+        "summary": run_summary(d),
         "facts": {name: to_jsonable(f.value) for name, f in d.facts.by_name.items()},
         "fact_sources": {
             name: {"line": f.line, "source": f.source} for name, f in d.facts.by_name.items()
@@ -105,6 +144,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "unexplained": [
             {"line": e.line, "lines": e.lines, "text": e.exception or e.message} for e in d.residue
         ],
+        "runs": [_run_dict(r) for r in reversed(d.runs)],
     }
 
 
@@ -159,6 +199,14 @@ def render_text(d: Diagnosis, console: Console) -> None:
     head = Text(f"{d.source}", style="bold")
     head.append(f"  ({d.lines} lines)", style="dim")
     console.print(head)
+    if len(d.runs) > 1:
+        console.print(_plain(f"{len(d.runs)} launches in this log: {run_summary(d)}.", "bold"))
+        for r in reversed(d.runs):
+            what = r.root_cause.title if r.root_cause else str(r.verdict)
+            line = Text(f"  run {r.index}  lines {r.first_line}-{r.last_line}  ", style="cyan")
+            line.append(f"{r.verdict}: {what}")
+            console.print(line)
+        console.print(_plain(f"Details of the latest run (run {d.latest.index}):", "bold"))
     if d.verdict is Verdict.NOT_VLLM:
         console.print(
             _plain("No vLLM log lines found: this does not look like a vLLM log.", "yellow")

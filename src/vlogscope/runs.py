@@ -1,0 +1,76 @@
+"""Run segmentation: one log file often holds several launches.
+
+Supervisors restart a crashed server into the same file, people append a
+second attempt with `>>`, and CI keeps every retry.  Facts and findings
+belong to one launch: the fp8 KV cache of launch 2 must not be explained by
+the config line of launch 1, nor a CUDA error of yesterday's run be listed
+as a symptom of today's start-up failure.
+
+A new run starts at a *launch marker* — the start-up banner, `vLLM API
+server version`, `non-default args:`, `args: Namespace(...)` — once the
+current run has already had one and moved past it; or at an engine config
+line from a process that already printed one in this run (offline `LLM()`
+restarts print no argument lines).
+
+Examples:
+    >>> from vlogscope.assemble import Event, EventKind
+    >>> def rec(n, text, proc=None):
+    ...     return Event(EventKind.RECORD, (n,), (text,), process=proc)
+    >>> splitter = RunSplitter()
+    >>> [splitter.starts_new_run(e) for e in [
+    ...     rec(1, "non-default args: {'model': 'a'}"), rec(2, "Starting to load model a..."),
+    ...     rec(3, "non-default args: {'model': 'b'}")]]
+    [False, False, True]
+"""
+
+from __future__ import annotations
+
+import re
+
+from vlogscope.assemble import Event, EventKind
+
+_LAUNCH_MARKERS = (
+    ("args", re.compile(r"^(?:non-default args: |args: Namespace\()")),
+    ("version", re.compile(r"^(?:vLLM API server version |vLLM server version )")),
+)
+_BANNER = "█"
+_ENGINE_CONFIG = re.compile(r"Initializing an? (?:V[01] )?LLM engine")
+
+
+def _marker_kind(event: Event) -> str | None:
+    if _BANNER in event.message or any(_BANNER in t for t in event.texts[:3]):
+        return "banner"
+    return next((kind for kind, p in _LAUNCH_MARKERS if p.match(event.message)), None)
+
+
+class RunSplitter:
+    """Decides, event by event, where a new launch begins.
+
+    One launch prints each kind of launch marker once (banner, version line,
+    argument line); seeing a kind again means a new launch.
+    """
+
+    def __init__(self) -> None:
+        self._markers: set[str] = set()
+        self._config_processes: set[str | None] = set()
+
+    def starts_new_run(self, event: Event) -> bool:
+        if event.kind is not EventKind.RECORD:
+            return False
+        kind = _marker_kind(event)
+        if kind is not None:
+            # A second marker of a kind, or any marker after an engine config line.
+            new = kind in self._markers or bool(self._config_processes)
+            if new:
+                self._markers.clear()
+                self._config_processes.clear()
+            self._markers.add(kind)
+            return new
+        if _ENGINE_CONFIG.search(event.message):
+            new = event.process in self._config_processes
+            if new:
+                self._markers.clear()
+                self._config_processes.clear()
+            self._config_processes.add(event.process)
+            return new
+        return False
