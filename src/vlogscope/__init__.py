@@ -11,22 +11,16 @@ Examples:
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable
 from pathlib import Path
 
-from vlogscope.pipeline import Diagnosis, Verdict, analyze
-from vlogscope.source import Source, open_sources
+from vlogscope.log import Log, read
+from vlogscope.pipeline import Diagnosis, Verdict
 
 __version__ = "0.1.0"
-__all__ = ["Diagnosis", "Verdict", "__version__", "diagnose"]
+__all__ = ["Diagnosis", "Log", "Verdict", "__version__", "diagnose", "read"]
 
 
 def diagnose(path_or_lines: str | Path | Iterable[str]) -> Diagnosis:
-    """Diagnose one log: a path (file, `.gz`, ...) or the log's lines as strings."""
-    if isinstance(path_or_lines, str | Path):
-        [source] = open_sources([str(path_or_lines)])
-    else:
-        data = "\n".join(line.rstrip("\n") for line in path_or_lines).encode()
-        source = Source.from_stream("<lines>", io.BytesIO(data))
-    return analyze(source)
+    """The one-call shortcut: diagnose a path or the log's lines as strings."""
+    return read(path_or_lines).diagnosis

@@ -1,0 +1,72 @@
+"""Times without a year: vLLM prints `MM-DD HH:MM:SS` and nothing more.
+
+Every vLLM version formats time as `%m-%d %H:%M:%S` (local time, no year, no
+milliseconds), so a timeline needs the year from elsewhere: the user's
+`--year`, else the year the file was last written (a log is written while
+the server runs), else this year.  A log that runs over New Year shows the
+month going from 12 back to 01; from there on, the year is one more.
+Lines are ordered only to the second; ties keep input order.
+
+Examples:
+    >>> clock = Clock(2025)
+    >>> [str(clock.read(t)) for t in ("12-31 23:59:58", "01-01 00:00:03")]
+    ['2025-12-31 23:59:58', '2026-01-01 00:00:03']
+    >>> clock.read("02-30 10:00:00") is None
+    True
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+
+def year_of(path: str | Path | None, explicit: int | None = None) -> int:
+    """The year a log's first line most likely belongs to."""
+    if explicit is not None:
+        return explicit
+    if path is not None:
+        try:
+            mtime = Path(path).stat().st_mtime
+        except OSError:
+            pass
+        else:
+            return dt.datetime.fromtimestamp(mtime).year
+    return dt.date.today().year
+
+
+class Clock:
+    """Turns `MM-DD HH:MM:SS` into datetimes, moving to the next year at a rollover.
+
+    Reading must be in input order.  When the year comes from the file's
+    mtime it is the year of the *last* line: subtract `rollovers(...)` first.
+    """
+
+    def __init__(self, year: int) -> None:
+        self.year = year
+        self._last_month = 0
+
+    def read(self, stamp: str | None) -> dt.datetime | None:
+        if not stamp:
+            return None
+        try:
+            month, day = int(stamp[0:2]), int(stamp[3:5])
+            hour, minute, second = int(stamp[6:8]), int(stamp[9:11]), int(stamp[12:14])
+        except ValueError:
+            return None
+        if month < self._last_month - 6:  # December -> January, not a shuffled line
+            self.year += 1
+        try:
+            moment = dt.datetime(self.year, month, day, hour, minute, second)
+        except ValueError:
+            return None
+        self._last_month = month
+        return moment
+
+
+def rollovers(stamps: list[str | None]) -> int:
+    """How many New Years a sequence of stamps crosses (to date a log by its end)."""
+    clock = Clock(2000)  # a leap year, so that 02-29 parses
+    for stamp in stamps:
+        clock.read(stamp)
+    return clock.year - 2000

@@ -1,0 +1,105 @@
+"""`vlogscope.read(...)`: a parsed log as an object for notebooks and scripts.
+
+A `Log` wraps the pipeline's Diagnosis and offers its parts as pandas
+DataFrames, built on first use: `events`, `metrics` (indexed by time),
+`timeline`, `facts`, `findings` and `runs`; `root_cause` and `verdict` are
+the latest launch's.
+
+Examples:
+    >>> import vlogscope
+    >>> log = vlogscope.read([
+    ...     "INFO 07-07 20:12:40 api_server.py:1] vLLM API server version 0.5.0",
+    ...     "INFO 07-07 20:12:44 metrics.py:295] Avg prompt throughput: 0.0 tokens/s, Avg "
+    ...     "generation throughput: 12.5 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 "
+    ...     "reqs, GPU KV cache usage: 3.1%, CPU KV cache usage: 0.0%.",
+    ... ], year=2024)
+    >>> log.events["lines"].sum(), len(log.metrics)
+    (np.int64(2), 1)
+    >>> log.metrics["gpu_kv_cache_usage"].iloc[0], str(log.metrics.index[0])
+    (np.float64(3.1), '2024-07-07 20:12:44')
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from vlogscope import frames
+from vlogscope.clock import year_of
+from vlogscope.findings import Finding
+from vlogscope.pipeline import Diagnosis, Verdict, analyze
+from vlogscope.signatures import load_signatures
+from vlogscope.source import Source, open_sources
+
+
+class Log:
+    """One analysed input; DataFrames are built lazily and cached."""
+
+    def __init__(self, diagnosis: Diagnosis, year: int) -> None:
+        self.diagnosis = diagnosis
+        self.year = year  # the year of the log's last line
+
+    @property
+    def root_cause(self) -> Finding | None:
+        return self.diagnosis.root_cause
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.diagnosis.verdict
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        return frames.events_frame(self.diagnosis, self.year)
+
+    @cached_property
+    def metrics(self) -> pd.DataFrame:
+        return frames.metrics_frame(self.diagnosis, self.year)
+
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        return frames.timeline_frame(self.diagnosis, self.year)
+
+    @cached_property
+    def facts(self) -> pd.DataFrame:
+        return frames.facts_frame(self.diagnosis)
+
+    @cached_property
+    def findings(self) -> pd.DataFrame:
+        return frames.findings_frame(self.diagnosis)
+
+    @cached_property
+    def runs(self) -> pd.DataFrame:
+        return frames.runs_frame(self.diagnosis)
+
+    def __repr__(self) -> str:
+        root = self.root_cause
+        what = f"root cause {root.category}: {root.title}" if root else str(self.verdict)
+        return f"<Log {self.diagnosis.source}: {self.diagnosis.lines} lines, {what}>"
+
+
+def _source_of(path_or_lines: str | Path | Iterable[str]) -> tuple[Source, str | None]:
+    if isinstance(path_or_lines, str | Path):
+        [source] = open_sources([str(path_or_lines)])
+        return source, str(path_or_lines)
+    data = "\n".join(line.rstrip("\n") for line in path_or_lines).encode()
+    return Source.from_stream("<lines>", io.BytesIO(data)), None
+
+
+def read(
+    path_or_lines: str | Path | Iterable[str],
+    *,
+    year: int | None = None,
+    patterns: Sequence[Path] = (),
+) -> Log:
+    """Parse and diagnose a log: a path (file, `.gz`, ...) or its lines as strings.
+
+    `year` is the year of the log's last line; by default the file's
+    modification year, or this year for lines given directly.
+    """
+    source, path = _source_of(path_or_lines)
+    diagnosis = analyze(source, load_signatures(patterns))
+    return Log(diagnosis, year_of(path, year))
