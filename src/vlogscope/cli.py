@@ -15,22 +15,32 @@ Examples:
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
+import pandas as pd
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from vlogscope.catalog import Problem, lint, run_tests
+from vlogscope.log import Log
+from vlogscope.log import read as read_log
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
-from vlogscope.report import render_json, render_text
+from vlogscope.report import render_json, render_text, to_jsonable
 from vlogscope.samples import SAMPLES, sample_path
 from vlogscope.signatures import Signature, SignatureError, load_signatures
 from vlogscope.signatures import pattern_dirs as all_pattern_dirs
-from vlogscope.source import InputError, open_sources
+from vlogscope.source import STDIN_NAME, InputError, Source, open_sources
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+
+def _console() -> Console:
+    """Rich output; off a terminal, wide enough that tables are not folded."""
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 def _fail(message: str) -> None:
@@ -200,3 +210,96 @@ def patterns_lint(pattern_dirs: tuple[Path, ...]) -> None:
 
 def main() -> None:
     cli(prog_name="vlogscope")
+
+
+_FRAME_FORMATS = ["table", "csv", "jsonl", "parquet"]
+
+
+def _read_one(path: str, year: int | None, patterns: Sequence[Path]) -> Log:
+    try:
+        source = Source.from_stream(STDIN_NAME, sys.stdin.buffer) if path == "-" else path
+        return read_log(source, year=year, patterns=patterns)
+    except (InputError, SignatureError) as exc:
+        _fail(str(exc))
+        raise  # unreachable
+
+
+def _emit_frame(frame: pd.DataFrame, fmt: str, output: Path | None) -> None:
+    """Write a DataFrame in the chosen format; parquet needs the optional pyarrow extra."""
+    if fmt == "parquet":
+        if output is None:
+            _fail("--format parquet needs --output FILE")
+        try:
+            frame.to_parquet(output)
+        except ImportError:
+            _fail("--format parquet needs pyarrow: pip install 'vlogscope[parquet]'")
+        return
+    if fmt == "csv":
+        text = frame.to_csv(index=True)
+    elif fmt == "jsonl":
+        text = frame.reset_index().to_json(orient="records", lines=True, date_format="iso")
+    else:
+        with pd.option_context("display.max_rows", None, "display.max_colwidth", 120,
+                               "display.width", 200):  # fmt: skip
+            text = frame.to_string()
+    if output is not None:
+        output.write_text(text)
+    else:
+        click.echo(text.rstrip("\n"))
+
+
+def _frame_command(name: str, build: Callable[[Log], pd.DataFrame], doc: str) -> None:
+    @cli.command(name, help=doc)
+    @click.argument("path", default="-", metavar="[PATH|-]")
+    @click.option("--format", "fmt", type=click.Choice(_FRAME_FORMATS), default="table",
+                  show_default=True)  # fmt: skip
+    @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path))
+    @click.option("--year", type=int, help="Year of the log's last line (default: file mtime).")
+    @_PATTERNS_OPTION
+    def command(
+        path: str, fmt: str, output: Path | None, year: int | None, pattern_dirs: tuple[Path, ...]
+    ) -> None:
+        _emit_frame(build(_read_one(path, year, pattern_dirs)), fmt, output)
+
+
+_frame_command("events", lambda log: log.events, "One row per event (record, traceback, ...).")
+_frame_command("metrics", lambda log: log.metrics, "Stats lines over time: throughput, queues, KV.")
+_frame_command("timeline", lambda log: log.timeline, "Start-up phases with start, end, duration.")
+_frame_command("runs", lambda log: log.runs, "One row per launch found in the log.")
+
+
+@cli.command("config")
+@click.argument("path", default="-", metavar="[PATH|-]")
+@_PATTERNS_OPTION
+def config_command(path: str, pattern_dirs: tuple[Path, ...]) -> None:
+    """Requested settings (non-default args) beside effective ones (engine config)."""
+    log = _read_one(path, None, pattern_dirs)
+    facts = log.diagnosis.facts
+    requested = facts.value("requested_args") or {}
+    effective = facts.value("engine_config") or {}
+    assert isinstance(requested, dict) and isinstance(effective, dict)
+    table = Table(title=f"{log.diagnosis.source}: requested vs effective", box=None)
+    for column in ("setting", "requested", "effective"):
+        table.add_column(column)
+    aliases = {"max_model_len": "max_seq_len"}
+    keys = sorted({*requested, *(aliases.get(k, k) for k in requested)} & set(effective))
+    keys += sorted(k for k in requested if aliases.get(k, k) not in effective)
+    keys += [
+        k for k in ("kv_cache_dtype", "quantization", "dtype") if k in effective and k not in keys
+    ]
+    for key in dict.fromkeys(keys):
+        want = requested.get(key, "(default)")
+        have = effective.get(aliases.get(key, key), "")
+        differs = key in requested and str(want) != str(have) and have != ""
+        table.add_row(
+            Text(key), Text(str(to_jsonable(want))),
+            Text(str(to_jsonable(have)), style="bold yellow" if differs else ""),
+        )  # fmt: skip
+    selector = facts.get("selector_kv_cache_dtype")
+    if selector is not None:  # what the attention layer really used (overrides included)
+        table.add_row(
+            Text("kv_cache_dtype (attention layer)"),
+            Text(str(requested.get("kv_cache_dtype", "(default: auto)"))),
+            Text(f"{selector.value} (line {selector.line})", style="bold yellow"),
+        )
+    _console().print(table)

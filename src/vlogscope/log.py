@@ -81,7 +81,9 @@ class Log:
         return f"<Log {self.diagnosis.source}: {self.diagnosis.lines} lines, {what}>"
 
 
-def _source_of(path_or_lines: str | Path | Iterable[str]) -> tuple[Source, str | None]:
+def _source_of(path_or_lines: str | Path | Source | Iterable[str]) -> tuple[Source, str | None]:
+    if isinstance(path_or_lines, Source):
+        return path_or_lines, None
     if isinstance(path_or_lines, str | Path):
         [source] = open_sources([str(path_or_lines)])
         return source, str(path_or_lines)
@@ -90,12 +92,12 @@ def _source_of(path_or_lines: str | Path | Iterable[str]) -> tuple[Source, str |
 
 
 def read(
-    path_or_lines: str | Path | Iterable[str],
+    path_or_lines: str | Path | Source | Iterable[str],
     *,
     year: int | None = None,
     patterns: Sequence[Path] = (),
 ) -> Log:
-    """Parse and diagnose a log: a path (file, `.gz`, ...) or its lines as strings.
+    """Parse and diagnose a log: a path (file, `.gz`, ...), a Source, or lines as strings.
 
     `year` is the year of the log's last line; by default the file's
     modification year, or this year for lines given directly.
