@@ -152,3 +152,35 @@ def test_a_healthy_restart_after_a_failure_is_the_verdict(tmp_path) -> None:  # 
     assert run_summary(d) == (
         "run 1 of 2 failed with kv-dtype-override-ignored; the last run is healthy"
     )
+
+
+def test_insufficient_kv_cache_fix_gives_the_numbers_to_type() -> None:
+    import vlogscope
+
+    d = vlogscope.diagnose(
+        [
+            "(EngineCore_DP0 pid=7) INFO 06-01 10:00:00 [gpu_worker.py:1] Available KV cache memory: 3.0 GiB",
+            "(EngineCore_DP0 pid=7) ERROR 06-01 10:00:01 [core.py:1] EngineCore failed to start.",
+            "(EngineCore_DP0 pid=7) ERROR 06-01 10:00:01 [core.py:1] Traceback (most recent call last):",
+            '(EngineCore_DP0 pid=7) ERROR 06-01 10:00:01 [core.py:1]   File "/v/kv_cache_utils.py", line 1, in check_enough_kv_cache_memory',
+            "(EngineCore_DP0 pid=7) ERROR 06-01 10:00:01 [core.py:1] ValueError: To serve at least one request with the models's max seq len (32768), (4.0 GiB KV cache is needed, which is larger than the available KV cache memory (3.0 GiB). Based on the available memory, the estimated maximum model length is 24560. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        ]
+    )
+    root = d.root_cause
+    assert root is not None and root.category == "insufficient-kv-cache"
+    assert "`--max-model-len 24560`" in " ".join(root.fix)
+    assert not any("(unknown" in f for f in root.fix)
+
+
+def test_error_finding_without_vllm_headers_is_still_a_failure() -> None:
+    d = _diagnose_text(
+        "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+    )
+    assert d.verdict is Verdict.FAILED
+    assert "`--max-model-len 23648`" in " ".join(d.root_cause.fix)  # type: ignore[union-attr]
+
+
+def _diagnose_text(text: str) -> Diagnosis:
+    import io
+
+    return analyze(Source.from_stream("<t>", io.BytesIO(text.encode())))

@@ -256,6 +256,17 @@ _NUMBER_FACTS = (
     ("took", re.compile(r"[Mm]odel (?:loading|weights) took (?P<v>[\d.]+) GiB?"), "model_gib"),
     ("blocks:", re.compile(r"# (?:GPU|CUDA|\w+) blocks: (?P<v>\d+)"), "gpu_blocks"),
     ("Resolved architecture", re.compile(r"Resolved architecture: (?P<v>\w+)"), "architecture"),
+    (
+        "total capacity",
+        re.compile(r"GPU \d+ has a total capacity of (?P<v>[\d.]+) GiB"),
+        "gpu_total_gib",
+    ),
+    (
+        "on startup is less than",
+        re.compile(r"Free memory on device (?:\S+ )?\([\d.]+/(?P<v>[\d.]+) GiB\)"),
+        "gpu_total_gib",
+    ),
+    ("total_gpu_memory", re.compile(r"total_gpu_memory[=(](?P<v>[\d.]+) ?GiB"), "gpu_total_gib"),
     ("Using max model len", re.compile(r"Using max model len (?P<v>\d+)"), "max_model_len"),
     (
         "data type to store kv cache",
@@ -271,7 +282,7 @@ def _numbers(message: str, emit: _Sink) -> None:
         if needle in message and (m := pattern.search(message)):
             raw = m["v"]
             value: PyValue = int(raw.replace(",", "")) if raw.replace(",", "").isdigit() else raw
-            if name == "model_gib":
+            if name in ("model_gib", "gpu_total_gib"):
                 value = float(raw)
             emit(name, value, needle)
 

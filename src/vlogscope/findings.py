@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vlogscope.capacity import derive
 from vlogscope.facts import WORKER_PREFIXES, Facts
 from vlogscope.reprs import PyValue
 from vlogscope.signatures import Match, Role, Severity
@@ -115,6 +116,15 @@ def _world_size(facts: Facts) -> int:
     return size
 
 
+def _fixes(
+    templates: Sequence[str], captures: Mapping[str, str], facts: Mapping[str, PyValue]
+) -> tuple[str, ...]:
+    """Rendered fixes; one whose numbers the log does not give is left out, not shown vague."""
+    rendered = [render(t, captures, facts) for t in templates]
+    known = tuple(f for f in rendered if "(unknown " not in f)
+    return known or tuple(rendered)
+
+
 def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
     """One finding per signature, its evidence the distinct matched lines."""
     grouped: dict[str, list[Match]] = {}
@@ -133,6 +143,7 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
                 evidence.append(Evidence(m.line, m.text, _process_label(m)))
         processes = tuple(dict.fromkeys(p for m in group if (p := _process_label(m))))
         captures = {**first.captures, "line": str(first.line), "text": first.text[:300]}
+        captures.update(derive(captures, fact_values))
         findings.append(
             Finding(
                 id=sig.id,
@@ -140,7 +151,7 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
                 severity=sig.severity,
                 title=render(sig.title, captures, fact_values),
                 explanation=render(sig.explain, captures, fact_values),
-                fix=tuple(render(f, captures, fact_values) for f in sig.fix),
+                fix=_fixes(sig.fix, captures, fact_values),
                 evidence=tuple(evidence),
                 confidence=sig.confidence,
                 role=sig.role,

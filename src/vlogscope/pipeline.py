@@ -77,7 +77,7 @@ class RunDiagnosis:
     def verdict(self) -> Verdict:
         if any(f.severity is Severity.ERROR for f in self.findings):
             return Verdict.FAILED
-        return Verdict.HEALTHY if self.vllm_lines else Verdict.NOT_VLLM
+        return Verdict.HEALTHY if self.vllm_lines or self.findings else Verdict.NOT_VLLM
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class Diagnosis:
 
     @property
     def verdict(self) -> Verdict:
-        if self.vllm_lines == 0:
+        if self.vllm_lines == 0 and not any(r.findings for r in self.runs):
             return Verdict.NOT_VLLM
         return self.latest.verdict
 
