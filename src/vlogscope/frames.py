@@ -123,7 +123,10 @@ def timeline_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
     for e in d.events:
         for phase in PHASES:
             if phase.marker.search(e.message):
-                seen.setdefault((run_of(e.line), phase.name), (e.line, times(e), e.message))
+                key, when = (run_of(e.line), phase.name), times(e)
+                # uvicorn lines carry no time: a later timed line of the phase dates it.
+                if key not in seen or (seen[key][1] is None and when is not None):
+                    seen[key] = (e.line, when, e.message)
                 break
     order = {p.name: i for i, p in enumerate(PHASES)}
     rows = sorted(
