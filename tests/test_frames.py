@@ -119,3 +119,37 @@ def test_parquet_without_pyarrow_or_output_is_a_clear_error() -> None:
     result = run_cli("events", str(fixture(HEALTHY)), "--format", "parquet")
     assert result.returncode == 2
     assert "--output" in result.stderr.decode()
+
+
+def test_metrics_plot_writes_a_png_with_findings_marked(tmp_path: Path) -> None:
+    log = vlogscope.read(fixture(HEALTHY))
+    figure = log.plot()
+    assert len(figure.axes) == 3
+    out = tmp_path / "metrics.png"
+    result = run_cli("metrics", str(fixture(HEALTHY)), "--plot", str(out), "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_of_a_log_without_stats_is_a_clear_error(tmp_path: Path) -> None:
+    result = run_cli("metrics", str(fixture(LAUNCH1)), "--plot", str(tmp_path / "x.png"))
+    assert result.returncode == 2
+    assert "no stats lines" in result.stderr.decode()
+
+
+def test_jupyter_html_escapes_log_text() -> None:
+    log = vlogscope.read(
+        [
+            "ERROR 05-14 09:10:07 [x.py:1] <script>alert(1)</script> CUDA out of memory. Tried to allocate 2.00 GiB",
+        ]
+    )
+    html = log._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "cuda-oom" in html
+
+
+def test_text_report_draws_sparklines_for_a_serving_run() -> None:
+    result = run_cli("diagnose", str(fixture(HEALTHY)))
+    text = result.stdout.decode()
+    assert "generation tokens/s" in text
+    assert any(ch in text for ch in "▁▂▃▄▅▆▇█")

@@ -29,6 +29,7 @@ from vlogscope.catalog import Problem, lint, run_tests
 from vlogscope.log import Log
 from vlogscope.log import read as read_log
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
+from vlogscope.plot import PlotUnavailable
 from vlogscope.report import render_json, render_text, to_jsonable
 from vlogscope.samples import SAMPLES, sample_path
 from vlogscope.signatures import Signature, SignatureError, load_signatures
@@ -263,7 +264,41 @@ def _frame_command(name: str, build: Callable[[Log], pd.DataFrame], doc: str) ->
 
 
 _frame_command("events", lambda log: log.events, "One row per event (record, traceback, ...).")
-_frame_command("metrics", lambda log: log.metrics, "Stats lines over time: throughput, queues, KV.")
+
+
+@cli.command("metrics")
+@click.argument("path", default="-", metavar="[PATH|-]")
+@click.option("--format", "fmt", type=click.Choice(_FRAME_FORMATS), default="table",
+              show_default=True)  # fmt: skip
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--year", type=int, help="Year of the log's last line (default: file mtime).")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw throughput, queues and KV usage to this PNG (needs matplotlib).",
+)
+@_PATTERNS_OPTION
+def metrics_command(
+    path: str,
+    fmt: str,
+    output: Path | None,
+    year: int | None,
+    plot_path: Path | None,
+    pattern_dirs: tuple[Path, ...],
+) -> None:
+    """Stats lines over time: throughput, queues, KV-cache usage."""
+    log = _read_one(path, year, pattern_dirs)
+    if plot_path is not None:
+        if log.metrics.empty:
+            _fail(f"{log.diagnosis.source}: no stats lines to plot")
+        try:
+            log.plot(plot_path)
+        except PlotUnavailable as exc:
+            _fail(str(exc))
+    _emit_frame(log.metrics, fmt, output)
+
+
 _frame_command("timeline", lambda log: log.timeline, "Start-up phases with start, end, duration.")
 _frame_command("runs", lambda log: log.runs, "One row per launch found in the log.")
 

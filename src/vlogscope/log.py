@@ -25,6 +25,7 @@ import io
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -32,6 +33,8 @@ from vlogscope import frames
 from vlogscope.clock import year_of
 from vlogscope.findings import Finding
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
+from vlogscope.plot import plot_metrics
+from vlogscope.report import html_summary
 from vlogscope.signatures import load_signatures
 from vlogscope.source import Source, open_sources
 
@@ -74,6 +77,23 @@ class Log:
     @cached_property
     def runs(self) -> pd.DataFrame:
         return frames.runs_frame(self.diagnosis)
+
+    def finding_marks(self) -> pd.DataFrame:
+        """Time and title of every warning/error finding, to mark on plots."""
+        times = self.events.set_index("line")["time"]
+        rows = [
+            {"time": times.get(f["line"]), "label": f["category"]}
+            for _, f in self.findings.iterrows()
+            if f["severity"] in ("error", "warning") and not f["symptom_of"]
+        ]
+        return pd.DataFrame(rows, columns=["time", "label"])
+
+    def plot(self, path: str | Path | None = None) -> Any:
+        """Throughput, queues and KV-cache usage over time, findings marked (matplotlib)."""
+        return plot_metrics(self.metrics, self.finding_marks(), Path(path) if path else None)
+
+    def _repr_html_(self) -> str:
+        return html_summary(self.diagnosis)
 
     def __repr__(self) -> str:
         root = self.root_cause

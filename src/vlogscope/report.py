@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from html import escape
 from typing import Any
 
 from rich.console import Console, Group
@@ -28,7 +29,9 @@ from rich.table import Table
 from rich.text import Text
 
 from vlogscope.findings import Finding
+from vlogscope.metrics import read_stats
 from vlogscope.pipeline import Diagnosis, RunDiagnosis, Verdict
+from vlogscope.plot import sparkline
 from vlogscope.reprs import Call, EnumRepr, PyValue
 from vlogscope.signatures import Severity
 
@@ -248,6 +251,63 @@ def render_text(d: Diagnosis, console: Console) -> None:
             line = Text(f"  line {e.line:>6}  ", style="cyan")
             line.append((e.exception or e.message)[:300])
             console.print(line)
+    _print_sparklines(d, console)
     console.print(_facts_table(d))
     verdict_style = {"failed": "bold red", "healthy": "bold green"}.get(str(d.verdict), "yellow")
     console.print(Text(f"Verdict: {d.verdict.upper()}", style=verdict_style))
+
+
+_SPARK_SERIES = (
+    ("generation_throughput", "generation tokens/s"),
+    ("running", "running requests"),
+    ("waiting", "waiting requests"),
+    ("gpu_kv_cache_usage", "GPU KV cache %"),
+)
+
+
+def _print_sparklines(d: Diagnosis, console: Console) -> None:
+    """The latest run's stats lines as one-line charts, when it served anything."""
+    first, last = d.latest.first_line, d.latest.last_line
+    stats = [
+        s
+        for e in d.events
+        if first <= e.line <= last and e.level in ("INFO", "DEBUG")
+        if (s := read_stats(e.message)) is not None and "running" in s
+    ]
+    if len(stats) < 2:
+        return
+    console.print(_plain(f"Serving ({len(stats)} stats lines)", "bold"))
+    for column, label in _SPARK_SERIES:
+        series = [s.get(column, float("nan")) for s in stats]
+        line = sparkline(series)
+        if line:
+            peak = max(v for v in series if v == v)
+            console.print(Text(f"  {label:<22} {line}  max {peak:g}"))
+
+
+def html_summary(d: Diagnosis) -> str:
+    """A compact HTML card for Jupyter: verdict, root cause, fixes, key facts.
+
+    Every piece of log text is escaped: a log line is data, never markup.
+    """
+    root = d.root_cause
+    parts = [f"<div><b>{escape(d.source)}</b> ({d.lines} lines) — <b>{escape(str(d.verdict))}</b>"]
+    if len(d.runs) > 1:
+        parts.append(f"<br><i>{escape(run_summary(d))}</i>")
+    if root is not None:
+        parts.append(
+            f"<h4>Root cause: {escape(root.category)}</h4><p><b>{escape(root.title)}</b></p>"
+            f"<p>{escape(root.explanation)}</p><ul>"
+            + "".join(f"<li>{escape(fix)}</li>" for fix in root.fix)
+            + "</ul><pre>"
+            + "\n".join(escape(f"line {e.line}: {e.text[:200]}") for e in root.evidence)
+            + "</pre>"
+        )
+    rows = "".join(
+        f"<tr><td>{escape(name)}</td><td>{escape(str(to_jsonable(f.value)))[:200]}</td>"
+        f"<td>{f.line}</td></tr>"
+        for name in _SHOWN_FACTS
+        if (f := d.facts.get(name)) is not None
+    )
+    parts.append(f"<table>{rows}</table></div>")
+    return "".join(parts)
