@@ -34,3 +34,17 @@ def test_corpus_accuracy_is_measured_and_nothing_crashes(corpus: Path) -> None:
         if o.expected == ("healthy",) and o.predicted != "healthy" and o.confidence == "high"
     ]
     assert healthy_called_failed == []
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not PRESENT, reason="../shared/corpus* not present")
+def test_every_corpus_log_reads_into_frames_with_all_lines_accounted() -> None:
+    import vlogscope
+
+    for corpus in PRESENT:
+        for path in sorted(corpus.glob("*.log")):
+            log = vlogscope.read(path, year=2025)
+            data = path.read_bytes()
+            assert log.events["lines"].sum() == data.count(b"\n") + (not data.endswith(b"\n")), path
+            for frame in (log.metrics, log.timeline, log.facts, log.findings, log.runs):
+                assert frame is not None

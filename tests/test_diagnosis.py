@@ -184,3 +184,34 @@ def _diagnose_text(text: str) -> Diagnosis:
     import io
 
     return analyze(Source.from_stream("<t>", io.BytesIO(text.encode())))
+
+
+def test_a_new_api_server_pid_starts_a_new_run() -> None:
+    from vlogscope.assemble import Event, EventKind
+    from vlogscope.runs import RunSplitter
+
+    splitter = RunSplitter()
+    events = [
+        Event(
+            EventKind.RECORD,
+            (1,),
+            ("Starting vLLM API server 0 on http://0.0.0.0:8000",),
+            process="APIServer",
+            pid=10,
+        ),
+        Event(
+            EventKind.RECORD,
+            (2,),
+            ("Engine 000: Avg prompt throughput: 1.0 tokens/s",),
+            process="APIServer",
+            pid=10,
+        ),
+        Event(
+            EventKind.RECORD,
+            (3,),
+            ("Starting vLLM API server 0 on http://0.0.0.0:8000",),
+            process="APIServer",
+            pid=77,
+        ),
+    ]
+    assert [splitter.starts_new_run(e) for e in events] == [False, False, True]

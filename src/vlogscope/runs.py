@@ -7,10 +7,10 @@ the config line of launch 1, nor a CUDA error of yesterday's run be listed
 as a symptom of today's start-up failure.
 
 A new run starts at a *launch marker* — the start-up banner, `vLLM API
-server version`, `non-default args:`, `args: Namespace(...)` — once the
-current run has already had one and moved past it; or at an engine config
-line from a process that already printed one in this run (offline `LLM()`
-restarts print no argument lines).
+server version`, `non-default args:`, `args: Namespace(...)` — when the
+current run already had a marker of that kind; at an engine config line
+from a process that already printed one in this run (offline `LLM()`
+restarts print no argument lines); or when the `(APIServer pid=N)` changes.
 
 Examples:
     >>> from vlogscope.assemble import Event, EventKind
@@ -53,24 +53,38 @@ class RunSplitter:
     def __init__(self) -> None:
         self._markers: set[str] = set()
         self._config_processes: set[str | None] = set()
+        self._api_server_pid: int | None = None
+
+    def _reset(self) -> None:
+        self._markers.clear()
+        self._config_processes.clear()
+        self._api_server_pid = None
 
     def starts_new_run(self, event: Event) -> bool:
         if event.kind is not EventKind.RECORD:
             return False
+        if event.process == "APIServer" and event.pid is not None:
+            # One launch has one API server; another pid is a restarted server.
+            if self._api_server_pid not in (None, event.pid):
+                self._reset()
+                self._api_server_pid = event.pid
+                self._markers.add(_marker_kind(event) or "pid")
+                return True
+            self._api_server_pid = event.pid
         kind = _marker_kind(event)
         if kind is not None:
             # A second marker of a kind, or any marker after an engine config line.
             new = kind in self._markers or bool(self._config_processes)
             if new:
-                self._markers.clear()
-                self._config_processes.clear()
+                pid = self._api_server_pid
+                self._reset()
+                self._api_server_pid = pid if event.process == "APIServer" else None
             self._markers.add(kind)
             return new
         if _ENGINE_CONFIG.search(event.message):
             new = event.process in self._config_processes
             if new:
-                self._markers.clear()
-                self._config_processes.clear()
+                self._reset()
             self._config_processes.add(event.process)
             return new
         return False
