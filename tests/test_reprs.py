@@ -6,6 +6,7 @@ import contextlib
 import inspect
 import json
 import math
+import subprocess
 import sys
 import time
 
@@ -355,15 +356,27 @@ def test_unclosed_deep_nesting_is_capped_too() -> None:
 
 
 def test_max_depth_nesting_parses_with_a_third_of_the_stack_already_used() -> None:
+    # In a fresh interpreter: other tests import matplotlib, which turns on
+    # pyparsing's packrat cache for the whole process.
+    code = """
+import inspect, sys
+from vlogscope.reprs import MAX_DEPTH, parse_value
+text = "[{'k': (F(x=" * (MAX_DEPTH // 4) + "1" + "),)}]" * (MAX_DEPTH // 4)
+sys.setrecursionlimit(len(inspect.stack(0)) + 650)  # leaves 350 of the default 1000
+assert isinstance(parse_value(text), list)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_stack_exhaustion_is_a_repr_error_never_a_crash() -> None:
     text = "[{'k': (F(x=" * (MAX_DEPTH // 4) + "1" + "),)}]" * (MAX_DEPTH // 4)
     limit = sys.getrecursionlimit()
-    frames = len(inspect.stack(0))
-    sys.setrecursionlimit(frames + 650)  # leaves 350 of the default 1000 to callers
+    sys.setrecursionlimit(len(inspect.stack(0)) + 60)
     try:
-        value = parse_value(text)
+        with pytest.raises(ReprError, match="too deeply"):
+            parse_value(text)
     finally:
         sys.setrecursionlimit(limit)
-    assert isinstance(value, list)
 
 
 def test_closing_brackets_hidden_in_angle_text_cannot_defeat_the_depth_cap() -> None:

@@ -30,7 +30,10 @@ from vlogscope.log import Log
 from vlogscope.log import read as read_log
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
 from vlogscope.plot import PlotUnavailable
+from vlogscope.redact import Redactor
 from vlogscope.report import render_json, render_text, to_jsonable
+from vlogscope.report_html import html_body, page_of, render_html
+from vlogscope.report_markdown import render_markdown
 from vlogscope.samples import SAMPLES, sample_path
 from vlogscope.signatures import Signature, SignatureError, load_signatures
 from vlogscope.signatures import pattern_dirs as all_pattern_dirs
@@ -49,10 +52,10 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_INPUT)
 
 
-def _diagnose_all(paths: Sequence[str], patterns: Sequence[Path]) -> list[Diagnosis]:
+def _diagnose_all(paths: Sequence[str], patterns: Sequence[Path], redact: bool) -> list[Diagnosis]:
     signatures = load_signatures(patterns)
-    stdin = sys.stdin.buffer
-    return [analyze(source, signatures) for source in open_sources(paths, stdin)]
+    redactor = Redactor() if redact else None  # one for all inputs: placeholders agree
+    return [analyze(s, signatures, redactor) for s in open_sources(paths, sys.stdin.buffer)]
 
 
 _PATTERNS_OPTION = click.option(
@@ -75,7 +78,7 @@ def cli() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "markdown", "html"]),
     default="text",
     show_default=True,
     help="Report format.",
@@ -86,12 +89,18 @@ def cli() -> None:
     help="Diagnose a sample log shipped with vlogscope instead of PATH.",
 )
 @_PATTERNS_OPTION
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Replace API keys, tokens, IPs, host and user names, prompts with placeholders.",
+)
 @click.option("--debug", is_flag=True, help="Show Python tracebacks of internal errors.")
 def diagnose(
     paths: tuple[str, ...],
     fmt: str,
     sample: str | None,
     pattern_dirs: tuple[Path, ...],
+    redact: bool,
     debug: bool,
 ) -> None:
     """Diagnose vLLM logs: files, directories, compressed logs, or - for stdin.
@@ -103,7 +112,7 @@ def diagnose(
             raise click.UsageError("give either --sample or PATH, not both")
         paths = (str(sample_path(sample)),)
     try:
-        diagnoses = _diagnose_all(paths, pattern_dirs)
+        diagnoses = _diagnose_all(paths, pattern_dirs, redact)
     except (InputError, SignatureError) as exc:
         if debug:
             raise
@@ -116,6 +125,11 @@ def diagnose(
         return
     if fmt == "json":
         click.echo(render_json(diagnoses))
+    elif fmt == "markdown":
+        click.echo("\n\n---\n\n".join(render_markdown(d) for d in diagnoses))
+    elif fmt == "html":
+        click.echo(render_html(diagnoses[0]) if len(diagnoses) == 1 else
+                   page_of("".join(html_body(d) for d in diagnoses), "vlogscope"))  # fmt: skip
     if all(d.verdict is Verdict.NOT_VLLM for d in diagnoses):
         names = ", ".join(d.source for d in diagnoses)
         _fail(f"{names}: no vLLM log lines found ({sum(d.lines for d in diagnoses)} lines read)")

@@ -34,7 +34,7 @@ from vlogscope.clock import year_of
 from vlogscope.findings import Finding
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
 from vlogscope.plot import plot_metrics
-from vlogscope.report import html_summary
+from vlogscope.report_html import html_body
 from vlogscope.signatures import load_signatures
 from vlogscope.source import Source, open_sources
 
@@ -93,7 +93,7 @@ class Log:
         return plot_metrics(self.metrics, self.finding_marks(), Path(path) if path else None)
 
     def _repr_html_(self) -> str:
-        return html_summary(self.diagnosis)
+        return html_body(self.diagnosis)
 
     def __repr__(self) -> str:
         root = self.root_cause

@@ -19,14 +19,15 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from vlogscope.assemble import Event, EventKind, assemble
-from vlogscope.envelope import unwrap
+from vlogscope.envelope import UnwrappedLine, unwrap
 from vlogscope.facts import FactCollector, Facts
 from vlogscope.findings import Finding, from_matches, rank
 from vlogscope.records import read_record
+from vlogscope.redact import Redactor
 from vlogscope.rules import (
     engine_died_silently,
     kv_dtype_from_checkpoint,
@@ -92,6 +93,7 @@ class Diagnosis:
     lines: int
     runs: tuple[RunDiagnosis, ...]
     events: tuple[Event, ...]
+    redactions: Mapping[str, int] = field(default_factory=dict)  # kind -> distinct values
 
     @property
     def latest(self) -> RunDiagnosis:
@@ -145,9 +147,12 @@ def _best_matches(found: Iterable[Match]) -> list[Match]:
     return kept
 
 
-def read_events(source: Source) -> Iterator[Event]:
-    """The first four stages: physical lines to assembled events."""
-    return assemble(read_record(unwrap(line)) for line in source.lines())
+def read_events(source: Source, redactor: Redactor | None = None) -> Iterator[Event]:
+    """The first four stages: physical lines to assembled events (redacted if asked)."""
+    lines = (unwrap(line) for line in source.lines())
+    if redactor is not None:
+        lines = (UnwrappedLine(u.number, redactor(u.text), redactor(u.wrapper)) for u in lines)
+    return assemble(read_record(u) for u in lines)
 
 
 def event_matches(event: Event, signatures: Iterable[Signature]) -> list[Match]:
@@ -207,14 +212,18 @@ class _RunBuilder:
         )
 
 
-def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -> Diagnosis:
+def analyze(
+    source: Source,
+    signatures: Mapping[str, Signature] | None = None,
+    redactor: Redactor | None = None,
+) -> Diagnosis:
     """Run the whole pipeline over one source, reading it once."""
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     splitter = RunSplitter()
     runs: list[RunDiagnosis] = []
     current = _RunBuilder(1, sigs)
     events: list[Event] = []
-    for event in read_events(source):
+    for event in read_events(source, redactor):
         if splitter.starts_new_run(event) and current.events:
             runs.append(current.finish())
             current = _RunBuilder(len(runs) + 1, sigs)
@@ -222,8 +231,9 @@ def analyze(source: Source, signatures: Mapping[str, Signature] | None = None) -
         events.append(event)
     runs.append(current.finish())
     return Diagnosis(
-        source=source.name,
+        source=redactor(source.name) if redactor else source.name,
         lines=sum(r.lines for r in runs),
         runs=tuple(runs),
         events=tuple(events),
+        redactions=dict(redactor.counts) if redactor else {},
     )

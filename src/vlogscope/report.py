@@ -19,8 +19,8 @@ Examples:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
 from rich.console import Console, Group
@@ -39,7 +39,7 @@ SCHEMA_VERSION = 1
 MAX_UNEXPLAINED_SHOWN = 10
 
 # Facts shown in the text report, in this order, when present.
-_SHOWN_FACTS = (
+SHOWN_FACTS = (
     "vllm_version",
     "engine",
     "model",
@@ -57,6 +57,15 @@ _SHOWN_FACTS = (
     "kv_cache_tokens",
     "last_phase",
 )
+
+
+# C0/C1 control characters other than tab and newline: a log must not drive the terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe(text: str) -> str:
+    """Log text with control characters shown as visible escapes (`\\x1b`, `\\x07`)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def to_jsonable(value: PyValue | Any) -> Any:
@@ -92,6 +101,11 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         "processes": list(f.processes),
         "references": list(f.references),
     }
+
+
+def redaction_note(d: Diagnosis) -> str:
+    """`3 ip, 1 hf-token` — distinct values replaced by placeholders, per kind."""
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(d.redactions.items())) or "nothing"
 
 
 def run_summary(d: Diagnosis) -> str:
@@ -139,6 +153,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "lines": d.lines,
         "verdict": str(d.verdict),
         "summary": run_summary(d),
+        "redacted": dict(d.redactions),
         "facts": {name: to_jsonable(f.value) for name, f in d.facts.by_name.items()},
         "fact_sources": {
             name: {"line": f.line, "source": f.source} for name, f in d.facts.by_name.items()
@@ -159,7 +174,8 @@ def render_json(diagnoses: Sequence[Diagnosis]) -> str:
 
 
 def _plain(text: str, style: str = "") -> Text:
-    return Text(text, style=style)
+    """Log-derived text for rich: never parsed as markup, control characters made visible."""
+    return Text(safe(text), style=style)
 
 
 def _finding_body(f: Finding) -> Group:
@@ -170,7 +186,7 @@ def _finding_body(f: Finding) -> Group:
             line = Text(f"  line {e.line:>6}  ", style="cyan")
             if e.process:
                 line.append(f"({e.process}) ", style="dim")
-            line.append(e.text[:400])
+            line.append(safe(e.text[:400]))
             if e.note:
                 line.append(f"  ← {e.note}", style="dim")
             parts.append(line)
@@ -190,7 +206,7 @@ def _facts_table(d: Diagnosis) -> Table:
     table.add_column("value")
     table.add_column("line", justify="right", style="cyan")
     table.add_column("from", style="dim")
-    for name in _SHOWN_FACTS:
+    for name in SHOWN_FACTS:
         fact = d.facts.get(name)
         if fact is not None:
             table.add_row(name, _plain(str(to_jsonable(fact.value))), str(fact.line), fact.source)
@@ -199,7 +215,7 @@ def _facts_table(d: Diagnosis) -> Table:
 
 def render_text(d: Diagnosis, console: Console) -> None:
     """Print one diagnosis: verdict, root cause panel, symptoms, other findings, facts."""
-    head = Text(f"{d.source}", style="bold")
+    head = _plain(d.source, "bold")
     head.append(f"  ({d.lines} lines)", style="dim")
     console.print(head)
     if len(d.runs) > 1:
@@ -207,7 +223,7 @@ def render_text(d: Diagnosis, console: Console) -> None:
         for r in reversed(d.runs):
             what = r.root_cause.title if r.root_cause else str(r.verdict)
             line = Text(f"  run {r.index}  lines {r.first_line}-{r.last_line}  ", style="cyan")
-            line.append(f"{r.verdict}: {what}")
+            line.append(safe(f"{r.verdict}: {what}"))
             console.print(line)
         console.print(_plain(f"Details of the latest run (run {d.latest.index}):", "bold"))
     if d.verdict is Verdict.NOT_VLLM:
@@ -230,7 +246,7 @@ def render_text(d: Diagnosis, console: Console) -> None:
         console.print(_plain("Symptoms of the root cause", "bold"))
         for s in symptoms:
             line = Text(f"  line {s.line:>6}  ", style="cyan")
-            line.append(s.title)
+            line.append(safe(s.title))
             if s.ranks:
                 line.append(f" ({s.ranks})", style="dim")
             console.print(line)
@@ -240,7 +256,7 @@ def render_text(d: Diagnosis, console: Console) -> None:
         console.print(
             Panel(
                 _finding_body(f),
-                title=Text(f"{f.severity.upper()} · {f.category} · {f.title}", style=style),
+                title=_plain(f"{f.severity.upper()} · {f.category} · {f.title}", style),
                 title_align="left",
                 border_style=style,
             )
@@ -249,10 +265,12 @@ def render_text(d: Diagnosis, console: Console) -> None:
         console.print(_plain(f"Unexplained errors ({len(d.residue)})", "bold"))
         for e in d.residue[:MAX_UNEXPLAINED_SHOWN]:
             line = Text(f"  line {e.line:>6}  ", style="cyan")
-            line.append((e.exception or e.message)[:300])
+            line.append(safe((e.exception or e.message)[:300]))
             console.print(line)
     _print_sparklines(d, console)
     console.print(_facts_table(d))
+    if d.redactions:
+        console.print(_plain(f"Redacted: {redaction_note(d)}", "dim"))
     verdict_style = {"failed": "bold red", "healthy": "bold green"}.get(str(d.verdict), "yellow")
     console.print(Text(f"Verdict: {d.verdict.upper()}", style=verdict_style))
 
@@ -283,31 +301,3 @@ def _print_sparklines(d: Diagnosis, console: Console) -> None:
         if line:
             peak = max(v for v in series if v == v)
             console.print(Text(f"  {label:<22} {line}  max {peak:g}"))
-
-
-def html_summary(d: Diagnosis) -> str:
-    """A compact HTML card for Jupyter: verdict, root cause, fixes, key facts.
-
-    Every piece of log text is escaped: a log line is data, never markup.
-    """
-    root = d.root_cause
-    parts = [f"<div><b>{escape(d.source)}</b> ({d.lines} lines) — <b>{escape(str(d.verdict))}</b>"]
-    if len(d.runs) > 1:
-        parts.append(f"<br><i>{escape(run_summary(d))}</i>")
-    if root is not None:
-        parts.append(
-            f"<h4>Root cause: {escape(root.category)}</h4><p><b>{escape(root.title)}</b></p>"
-            f"<p>{escape(root.explanation)}</p><ul>"
-            + "".join(f"<li>{escape(fix)}</li>" for fix in root.fix)
-            + "</ul><pre>"
-            + "\n".join(escape(f"line {e.line}: {e.text[:200]}") for e in root.evidence)
-            + "</pre>"
-        )
-    rows = "".join(
-        f"<tr><td>{escape(name)}</td><td>{escape(str(to_jsonable(f.value)))[:200]}</td>"
-        f"<td>{f.line}</td></tr>"
-        for name in _SHOWN_FACTS
-        if (f := d.facts.get(name)) is not None
-    )
-    parts.append(f"<table>{rows}</table></div>")
-    return "".join(parts)

@@ -221,6 +221,10 @@ def _parse(expr: pp.ParserElement, text: str) -> Any:
         return expr.parse_string(text, parse_all=True)[0]
     except pp.ParseBaseException as exc:
         raise ReprError(f"{exc.msg}, found {exc.found or 'end of text'}", exc.column) from None
+    except RecursionError:
+        # Another library (matplotlib does) may switch on pyparsing's packrat cache
+        # globally, which costs more stack per level than the depth cap assumes.
+        raise ReprError("nested too deeply for the available stack", 1) from None
 
 
 def parse_value(text: str) -> PyValue:
