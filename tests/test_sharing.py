@@ -1,0 +1,91 @@
+"""Reports meant to be shared: Markdown, HTML, redaction, and output that log text cannot drive."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from support import fixture, run_cli
+
+SECRETS = (
+    "sk-proj-a1B2c3D4e5F6g7H8i9J0kLmN",
+    "hf_QwErTyUiOpAsDfGhJkLzXcVbNm123456",
+    "10.20.30.40",
+    "10.20.30.41",
+    "alice",
+    "gpu-node-17",
+    "internal-mirror.corp.example",
+    "078-05-1120",
+    "eyJhbGciOiJIUzI1NiJ9",
+    "fe80::1ff:fe23:4567:890a",
+)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "html"])
+def test_redact_removes_every_planted_secret_in_every_format(fmt: str) -> None:
+    path = fixture("planted-secrets.log")
+    result = run_cli("diagnose", str(path), "--format", fmt, "--redact")
+    out = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode == 1
+    leaked = [s for s in SECRETS if s in out]
+    assert leaked == []
+    assert "redacted-" in out
+
+
+def test_redaction_placeholders_are_stable_and_counted() -> None:
+    result = run_cli(
+        "diagnose", str(fixture("planted-secrets.log")), "--format", "json", "--redact"
+    )
+    report = json.loads(result.stdout)
+    assert report["redacted"]["hf-token"] == 1  # the same token twice is one placeholder
+    assert report["redacted"]["ip"] >= 3
+    text = json.dumps(report)
+    assert text.count("redacted-hf-token-1") >= 1 and "redacted-hf-token-2" not in text
+
+
+def test_without_redact_nothing_is_replaced() -> None:
+    report = json.loads(
+        run_cli("diagnose", str(fixture("planted-secrets.log")), "--format", "json").stdout
+    )
+    assert report["redacted"] == {}
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
+def test_escape_sequences_and_markup_from_the_log_are_shown_as_text(fmt: str) -> None:
+    result = run_cli("diagnose", str(fixture("escapes-and-markup.log")), "--format", fmt)
+    out = result.stdout.decode()
+    assert result.returncode == 1
+    assert "\x1b" not in out and "\x07" not in out and "\x08" not in out
+    if fmt == "text":
+        assert "[bold red]PWNED[/bold red]" in out  # literal, not rendered by rich
+    if fmt == "html":
+        assert "<bold" not in out and "[bold red]" in out
+
+
+def test_markdown_report_has_root_cause_evidence_fix_and_folded_symptoms() -> None:
+    result = run_cli(
+        "diagnose",
+        str(fixture("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")),
+        "--format",
+        "markdown",
+    )
+    md = result.stdout.decode()
+    assert md.startswith("## vlogscope: failed")
+    assert "### Root cause: `kv-dtype-override-ignored`" in md
+    assert re.search(r"```text\n\s+7 \| non-default args", md)
+    assert "**Fix**" in md and "<details><summary>Symptoms of the root cause" in md
+
+
+def test_html_report_is_one_self_contained_file() -> None:
+    result = run_cli(
+        "diagnose",
+        str(fixture("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")),
+        "--format",
+        "html",
+    )
+    page = result.stdout.decode()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", page)
+    assert "kv-dtype-override-ignored" in page
