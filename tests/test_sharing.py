@@ -89,3 +89,39 @@ def test_html_report_is_one_self_contained_file() -> None:
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", page)
     assert "kv-dtype-override-ignored" in page
+
+
+def test_diff_of_the_founding_launches_says_auto_changed_nothing() -> None:
+    a = fixture("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")
+    b = fixture("v0.16-kimi-k25-tp8-launch2-kv-auto-stops-mid-startup.log")
+    result = run_cli("diff", str(a), str(b), "--format", "json")
+    assert result.returncode == 0
+    report = json.loads(result.stdout)
+    assert report["requested"] == []
+    assert any("came from the checkpoint" in n and "in both runs" in n for n in report["notes"])
+    assert "kv-cache-dtype-unsupported/no-mla-backend-for-kv-dtype" in report["findings_lost"]
+
+
+def test_diff_says_when_a_visible_flag_changed_but_the_effective_dtype_did_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = fixture("v0.17-compressed-tensors-kv-scheme-overrides-bfloat16.log").read_text()
+    other = tmp_path / "fp8-e5m2.log"
+    other.write_text(src.replace("'kv_cache_dtype': 'bfloat16'", "'kv_cache_dtype': 'fp8_e5m2'"))
+    result = run_cli(
+        "diff",
+        str(fixture("v0.17-compressed-tensors-kv-scheme-overrides-bfloat16.log")),
+        str(other),
+        "--format",
+        "json",
+    )
+    report = json.loads(result.stdout)
+    assert ["kv_cache_dtype", "bfloat16", "fp8_e5m2"] in report["requested"]
+    assert any("something overrides the flag" in n for n in report["notes"])
+
+
+def test_diff_text_output_and_stdin_side() -> None:
+    a = fixture("v0.16-kimi-k25-tp8-launch1-no-mla-backend-fp8.log")
+    b = fixture("v0.16-llama31-8b-healthy-startup.log")
+    result = run_cli("diff", "-", str(b), stdin=a.read_bytes())
+    text = result.stdout.decode()
+    assert result.returncode == 0
+    assert "verdict" in text and "healthy" in text and "failed" in text

@@ -14,6 +14,8 @@ Examples:
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vlogscope.catalog import Problem, lint, run_tests
+from vlogscope.compare import diff_launches
 from vlogscope.log import Log
 from vlogscope.log import read as read_log
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
@@ -352,3 +355,43 @@ def config_command(path: str, pattern_dirs: tuple[Path, ...]) -> None:
             Text(f"{selector.value} (line {selector.line})", style="bold yellow"),
         )
     _console().print(table)
+
+
+@cli.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)  # fmt: skip
+@_PATTERNS_OPTION
+def diff_command(a: str, b: str, fmt: str, pattern_dirs: tuple[Path, ...]) -> None:
+    """Two launches side by side: settings, phase reached, findings gained and lost."""
+    if a == "-" and b == "-":
+        raise click.UsageError("only one of A and B can be - (stdin)")
+    result = diff_launches(*(_read_one(p, None, pattern_dirs).diagnosis for p in (a, b)))
+    if fmt == "json":
+        click.echo(json.dumps(to_jsonable(dataclasses.asdict(result)), indent=2))
+        return
+    console = _console()
+    table = Table(title=f"A = {result.a}\nB = {result.b}", box=None, title_justify="left")
+    for column in ("", "A", "B"):
+        table.add_column(column)
+    table.add_row(Text("verdict", style="bold"), Text(result.verdict[0]), Text(result.verdict[1]))
+    table.add_row(Text("root cause", style="bold"), Text(str(result.root_cause[0])),
+                  Text(str(result.root_cause[1])))  # fmt: skip
+    table.add_row(Text("phase reached", style="bold"), Text(str(result.phase[0])),
+                  Text(str(result.phase[1])))  # fmt: skip
+    for title, rows in (("requested", result.requested), ("effective", result.effective)):
+        for key, left, right in rows:
+            table.add_row(Text(f"{title}: {key}"), Text(str(to_jsonable(left))[:80]),
+                          Text(str(to_jsonable(right))[:80], style="yellow"))  # fmt: skip
+    console.print(table)
+    if not result.requested:
+        console.print(Text("Requested settings (non-default args): identical."))
+    for label, ids in (
+        ("gained in B", result.findings_gained),
+        ("lost in B", result.findings_lost),
+    ):
+        if ids:
+            console.print(Text(f"Findings {label}: {', '.join(ids)}"))
+    for note in result.notes:
+        console.print(Text(f"• {note}", style="bold"))
