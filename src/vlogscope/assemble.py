@@ -233,8 +233,13 @@ def _starts_fragment(record: Record) -> bool:
     return record.fields.kind != "uvicorn" and _FRAME.fullmatch(record.fields.message) is not None
 
 
-def assemble(records: Iterable[Record]) -> Iterator[Event]:
-    """Group records into events, yielded in order of their first line."""
+def assemble(records: Iterable[Record | None]) -> Iterator[Event]:
+    """Group records into events, yielded in order of their first line.
+
+    A `None` in the input means "the source is idle" (a live log waiting for
+    more): every open event is closed and yielded, so a follower sees a
+    traceback as soon as its last line arrived instead of at the next line.
+    """
     open_by_stream: dict[tuple[str | None, int | None], _Builder] = {}
     done: list[tuple[int, Event]] = []  # heap of finished events by first line
     last_seen: dict[tuple[str | None, int | None], int] = {}
@@ -250,6 +255,11 @@ def assemble(records: Iterable[Record]) -> Iterator[Event]:
             yield heapq.heappop(done)[1]
 
     for number, record in enumerate(records):
+        if record is None:
+            for stream in list(open_by_stream):
+                finish(stream)
+            yield from flush_ready()
+            continue
         f = record.fields
         stream = (f.process, f.pid)
         builder = open_by_stream.get(stream)

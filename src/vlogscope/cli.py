@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,23 +25,26 @@ from typing import Any
 import click
 import pandas as pd
 from rich.console import Console
+from rich.progress import Progress, TransferSpeedColumn
 from rich.table import Table
 from rich.text import Text
 
 from vlogscope.catalog import Problem, lint, run_tests
 from vlogscope.compare import diff_launches
+from vlogscope.findings import Finding
 from vlogscope.log import Log
 from vlogscope.log import read as read_log
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
 from vlogscope.plot import PlotUnavailable
 from vlogscope.redact import Redactor
-from vlogscope.report import render_json, render_text, to_jsonable
+from vlogscope.report import render_json, render_text, run_summary, safe, to_jsonable
 from vlogscope.report_html import html_body, page_of, render_html
 from vlogscope.report_markdown import render_markdown
 from vlogscope.samples import SAMPLES, sample_path
 from vlogscope.signatures import Signature, SignatureError, load_signatures
 from vlogscope.signatures import pattern_dirs as all_pattern_dirs
 from vlogscope.source import STDIN_NAME, InputError, Source, open_sources
+from vlogscope.watch import follow_file, follow_stream, watch
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -55,10 +59,32 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_INPUT)
 
 
+PROGRESS_MIN_BYTES = int(os.environ.get("VLOGSCOPE_PROGRESS_MIN_BYTES", 50 * 2**20))
+
+
+def _with_progress(source: Source, progress: Progress) -> Source:
+    """A big file read behind a progress bar (bytes/s); anything else unchanged."""
+    path = Path(source.name)
+    try:
+        size = path.stat().st_size if source.name != STDIN_NAME else 0
+    except OSError:
+        return source
+    if size < PROGRESS_MIN_BYTES:
+        return source
+    label = path.name
+    return Source(source.name, lambda: progress.wrap_file(path.open("rb"), total=size,
+                                                          description=label))  # fmt: skip
+
+
 def _diagnose_all(paths: Sequence[str], patterns: Sequence[Path], redact: bool) -> list[Diagnosis]:
     signatures = load_signatures(patterns)
     redactor = Redactor() if redact else None  # one for all inputs: placeholders agree
-    return [analyze(s, signatures, redactor) for s in open_sources(paths, sys.stdin.buffer)]
+    sources = open_sources(paths, sys.stdin.buffer)
+    if not sys.stderr.isatty():  # progress is for people; pipes and CI get nothing on stderr
+        return [analyze(s, signatures, redactor) for s in sources]
+    columns = (*Progress.get_default_columns(), TransferSpeedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        return [analyze(_with_progress(s, progress), signatures, redactor) for s in sources]
 
 
 _PATTERNS_OPTION = click.option(
@@ -395,3 +421,40 @@ def diff_command(a: str, b: str, fmt: str, pattern_dirs: tuple[Path, ...]) -> No
             console.print(Text(f"Findings {label}: {', '.join(ids)}"))
     for note in result.notes:
         console.print(Text(f"• {note}", style="bold"))
+
+
+@cli.command("watch")
+@click.argument("path", default="-", metavar="[PATH|-]")
+@_PATTERNS_OPTION
+def watch_command(path: str, pattern_dirs: tuple[Path, ...]) -> None:
+    """Follow a growing log (like tail -F) or a pipe; print findings as they appear.
+
+    Ctrl-C, or the end of a pipe, prints the diagnosis of the latest launch.
+    """
+    signatures = _load(pattern_dirs)
+    console = _console()
+
+    def show(finding: Finding) -> None:
+        line = Text(f"[line {finding.line}] ", style="cyan")
+        line.append(f"{finding.severity.upper()} {finding.category}: ", style="bold")
+        line.append(safe(finding.title))
+        console.print(line)
+        sys.stdout.flush()
+
+    if path == "-":
+        lines = follow_stream(sys.stdin.buffer)
+    elif not Path(path).exists():
+        _fail(f"{path}: no such file or directory")
+        return
+    else:
+        lines = follow_file(Path(path))
+    diagnosis = watch(lines, signatures, show)
+    failed = diagnosis.verdict is Verdict.FAILED
+    console.print(Text("Summary", style="bold"))
+    console.print(Text(f"  {diagnosis.lines} lines read; {run_summary(diagnosis)}"))
+    root = diagnosis.root_cause
+    if root is not None:
+        console.print(Text(f"  root cause: {root.category}: {safe(root.title)}"))
+        for fix in root.fix:
+            console.print(Text(f"  fix: {safe(fix)}"))
+    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)

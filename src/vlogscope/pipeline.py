@@ -164,7 +164,7 @@ def event_matches(event: Event, signatures: Iterable[Signature]) -> list[Match]:
     )
 
 
-class _RunBuilder:
+class RunBuilder:
     """Accumulates one launch's events, facts and matches as they stream past."""
 
     def __init__(self, index: int, signatures: list[Signature]) -> None:
@@ -221,12 +221,12 @@ def analyze(
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     splitter = RunSplitter()
     runs: list[RunDiagnosis] = []
-    current = _RunBuilder(1, sigs)
+    current = RunBuilder(1, sigs)
     events: list[Event] = []
     for event in read_events(source, redactor):
         if splitter.starts_new_run(event) and current.events:
             runs.append(current.finish())
-            current = _RunBuilder(len(runs) + 1, sigs)
+            current = RunBuilder(len(runs) + 1, sigs)
         current.add(event)
         events.append(event)
     runs.append(current.finish())

@@ -62,7 +62,8 @@ class PhysicalLine:
     text: str
 
 
-def _decode(raw: bytes) -> str:
+def decode_line(raw: bytes) -> str:
+    """Text of one raw line: terminator and `\\r` removed, progress redraws collapsed."""
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     if raw.endswith(b"\r"):
@@ -122,7 +123,7 @@ class Source:
         try:
             stream = _open_decompressed(raw_stream, self.name)
             for number, raw in enumerate(stream, start=1):
-                yield PhysicalLine(number, _decode(raw))
+                yield PhysicalLine(number, decode_line(raw))
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise InputError(f"{self.name}: cannot read: {exc}") from exc
         finally:
