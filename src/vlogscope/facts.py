@@ -317,7 +317,9 @@ class FactCollector:
     def observe(self, event: Event) -> None:
         self._phases.observe(event)
         if event.process and event.process.startswith(WORKER_PREFIXES):
-            self._workers.setdefault((event.process, event.pid), event.line)
+            # Keyed by pid: 0.18+ renames a worker from `Worker` to `Worker_TP3` mid-start-up.
+            key = (None, event.pid) if event.pid is not None else (event.process, None)
+            self._workers.setdefault(key, event.line)
 
         for line, payload in _payloads(event):
 

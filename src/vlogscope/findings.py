@@ -95,8 +95,13 @@ def _process_label(match: Match) -> str | None:
     return f"{event.process or 'pid'} pid={event.pid}" if event.pid is not None else event.process
 
 
-def _rank_summary(processes: Sequence[str], facts: Facts) -> str | None:
-    workers = [p for p in processes if p.startswith(WORKER_PREFIXES)]
+def _rank_summary(matches: Sequence[Match], facts: Facts) -> str | None:
+    """"8/8 ranks": distinct worker processes (by pid) that hit this, out of the world size."""
+    workers = {
+        m.event.pid if m.event.pid is not None else m.event.process
+        for m in matches
+        if (m.event.process or "").startswith(WORKER_PREFIXES)
+    }
     if len(workers) < 2:
         return None
     total = max(
@@ -158,7 +163,7 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
                 priority=sig.priority,
                 references=sig.references,
                 processes=processes,
-                ranks=_rank_summary(processes, facts),
+                ranks=_rank_summary(group, facts),
             )
         )
     return findings
