@@ -152,6 +152,8 @@ def diagnose(
             raise
         _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)")
         return
+    for warning in dict.fromkeys(w for d in diagnoses for w in d.warnings):
+        click.echo(f"vlogscope: warning: {warning}", err=True)
     if fmt == "json":
         click.echo(render_json(diagnoses))
     elif fmt == "markdown":

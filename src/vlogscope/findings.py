@@ -96,7 +96,7 @@ def _process_label(match: Match) -> str | None:
 
 
 def _rank_summary(matches: Sequence[Match], facts: Facts) -> str | None:
-    """"8/8 ranks": distinct worker processes (by pid) that hit this, out of the world size."""
+    """ "8/8 ranks": distinct worker processes (by pid) that hit this, out of the world size."""
     workers = {
         m.event.pid if m.event.pid is not None else m.event.process
         for m in matches

@@ -40,9 +40,9 @@ from vlogscope.signatures import (
     Role,
     Severity,
     Signature,
+    SignatureGuard,
     is_fallback,
     load_signatures,
-    match_event,
 )
 from vlogscope.source import Source
 
@@ -94,6 +94,7 @@ class Diagnosis:
     runs: tuple[RunDiagnosis, ...]
     events: tuple[Event, ...]
     redactions: Mapping[str, int] = field(default_factory=dict)  # kind -> distinct values
+    warnings: tuple[str, ...] = ()  # problems with the tool's own inputs (signatures)
 
     @property
     def latest(self) -> RunDiagnosis:
@@ -155,20 +156,26 @@ def read_events(source: Source, redactor: Redactor | None = None) -> Iterator[Ev
     return assemble(read_record(u) for u in lines)
 
 
-def event_matches(event: Event, signatures: Iterable[Signature]) -> list[Match]:
+def event_matches(
+    event: Event, signatures: Iterable[Signature], guard: SignatureGuard | None = None
+) -> list[Match]:
     """The matches an event keeps, with the same filters `analyze` applies."""
     if event.kind is EventKind.UVICORN and event.level == "INFO":
         return []  # access lines: thousands per hour, never a failure by themselves
+    guard = guard or SignatureGuard()
     return _best_matches(
-        m for sig in signatures if _tried(sig, event) and (m := match_event(sig, event))
+        m for sig in signatures if _tried(sig, event) and (m := guard.matches(sig, event))
     )
 
 
 class RunBuilder:
     """Accumulates one launch's events, facts and matches as they stream past."""
 
-    def __init__(self, index: int, signatures: list[Signature]) -> None:
+    def __init__(
+        self, index: int, signatures: list[Signature], guard: SignatureGuard | None = None
+    ) -> None:
         self.index, self.signatures = index, signatures
+        self.guard = guard or SignatureGuard()
         self.collector = FactCollector()
         self.matches: list[Match] = []
         self.events: list[Event] = []
@@ -180,7 +187,7 @@ class RunBuilder:
         if event.kind is not EventKind.UNPARSED or "vllm" in event.message.lower():
             self.vllm_lines += event.lines
         self.collector.observe(event)
-        self.matches.extend(event_matches(event, self.signatures))
+        self.matches.extend(event_matches(event, self.signatures, self.guard))
 
     def finish(self) -> RunDiagnosis:
         events, facts = self.events, self.collector.facts()
@@ -219,14 +226,14 @@ def analyze(
 ) -> Diagnosis:
     """Run the whole pipeline over one source, reading it once."""
     sigs = list((signatures if signatures is not None else load_signatures()).values())
-    splitter = RunSplitter()
+    splitter, guard = RunSplitter(), SignatureGuard()
     runs: list[RunDiagnosis] = []
-    current = RunBuilder(1, sigs)
+    current = RunBuilder(1, sigs, guard)
     events: list[Event] = []
     for event in read_events(source, redactor):
         if splitter.starts_new_run(event) and current.events:
             runs.append(current.finish())
-            current = RunBuilder(len(runs) + 1, sigs)
+            current = RunBuilder(len(runs) + 1, sigs, guard)
         current.add(event)
         events.append(event)
     runs.append(current.finish())
@@ -236,4 +243,5 @@ def analyze(
         runs=tuple(runs),
         events=tuple(events),
         redactions=dict(redactor.counts) if redactor else {},
+        warnings=tuple(guard.warnings),
     )

@@ -154,6 +154,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "verdict": str(d.verdict),
         "summary": run_summary(d),
         "redacted": dict(d.redactions),
+        "warnings": list(d.warnings),
         "facts": {name: to_jsonable(f.value) for name, f in d.facts.by_name.items()},
         "fact_sources": {
             name: {"line": f.line, "source": f.source} for name, f in d.facts.by_name.items()

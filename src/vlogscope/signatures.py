@@ -243,10 +243,33 @@ def load_signatures(extra_dirs: Iterable[Path] = ()) -> dict[str, Signature]:
 
 
 def _search(pattern: Any, text: str) -> Any:
-    try:
-        return pattern.search(text, timeout=REGEX_TIMEOUT_S)
-    except TimeoutError:
-        return None
+    """Search under the timeout; a TimeoutError reaches the caller, who disables the rule."""
+    return pattern.search(text, timeout=REGEX_TIMEOUT_S)
+
+
+class SignatureGuard:
+    """Disables a signature whose regex timed out, so one bad rule costs one timeout.
+
+    A catastrophic user pattern (`(a+)+$`) would otherwise spend the timeout on
+    every line of a million-line log.  The warning names the rule and its file.
+    """
+
+    def __init__(self) -> None:
+        self.disabled: set[str] = set()
+        self.warnings: list[str] = []
+
+    def matches(self, sig: Signature, event: Event) -> Match | None:
+        if sig.id in self.disabled:
+            return None
+        try:
+            return match_event(sig, event)
+        except TimeoutError:
+            self.disabled.add(sig.id)
+            self.warnings.append(
+                f"signature {sig.id} ({sig.origin}) took over {REGEX_TIMEOUT_S} s on line "
+                f"{event.line} and was disabled; check it with `vlogscope patterns lint`"
+            )
+            return None
 
 
 def _candidates(event: Event) -> list[tuple[int, str]]:
@@ -261,7 +284,9 @@ def match_event(sig: Signature, event: Event) -> Match | None:
     """Does `sig` describe `event`?  All given conditions must hold."""
     if sig.kinds and event.kind not in sig.kinds:
         return None
-    if sig.levels and event.level not in sig.levels:
+    # `levels` narrows levelled records; unlevelled lines (raw tracebacks, pasted
+    # text without the header) always qualify.
+    if sig.levels and event.level is not None and event.level not in sig.levels:
         return None
     exception_captures: dict[str, str] = {}
     if sig.exception is not None:

@@ -13,9 +13,10 @@ with a few broken bytes is still evidence.
 
 Examples:
     >>> import io
-    >>> src = Source.from_stream("<stdin>", io.BytesIO(b"INFO a\\r\\nb\\rc\\n\\xffend"))
+    >>> bar = b"shards:  50% Completed | 1/2\\rshards: 100% Completed | 2/2\\n"
+    >>> src = Source.from_stream("<stdin>", io.BytesIO(b"INFO a\\r\\n" + bar + b"b\\rc\\n\\xffend"))
     >>> [(line.number, line.text) for line in src.lines()]
-    [(1, 'INFO a'), (2, 'c'), (3, '\\ufffdend')]
+    [(1, 'INFO a'), (2, 'shards: 100% Completed | 2/2'), (3, 'b'), (4, 'c'), (5, '\\ufffdend')]
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 STDIN_NAME = "<stdin>"
+# Longer lines are cut (and say so): no vLLM line comes near it, and a 100 MB
+# line of garbage must not cost 100 MB or minutes of regex time.
+MAX_LINE_BYTES = 256 * 1024
 
 # Names a directory walk picks up.  Pod-log collectors add rotation numbers
 # (`vllm.log.1`) and compression suffixes (`vllm.log.gz`), so any dotted part
@@ -62,17 +66,43 @@ class PhysicalLine:
     text: str
 
 
-def decode_line(raw: bytes) -> str:
-    """Text of one raw line: terminator and `\\r` removed, progress redraws collapsed."""
-    if raw.endswith(b"\n"):
-        raw = raw[:-1]
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
+def _is_redraw(states: list[str]) -> bool:
+    """tqdm redraws one bar; other `\\r`-separated text is old-Mac (CR-only) line ends."""
+    return len({s[:12] for s in states}) == 1 or any(
+        mark in s for s in states for mark in ("%|", "it/s]", "s/it]", "% Completed")
+    )
+
+
+def split_line(raw: bytes) -> list[str]:
+    """The physical lines in one `\\n`-terminated chunk: usually one.
+
+    A trailing `\\r` (CRLF, and the `\\r\\r\\n` a pseudo-terminal makes of it) is
+    dropped; a progress bar's redraws collapse to the last state; a file with
+    CR-only line ends is split at each `\\r`.
+    """
+    raw = raw.removesuffix(b"\n").rstrip(b"\r")
     text = raw.decode("utf-8", errors="replace")
-    if "\r" in text:
-        states = [state for state in text.split("\r") if state]
-        text = states[-1] if states else ""
-    return text
+    if "\r" not in text:
+        return [text]
+    states = [state for state in text.split("\r") if state]
+    if not states:
+        return [""]
+    return [states[-1]] if _is_redraw(states) else states
+
+
+def _read_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """`\\n`-terminated chunks, a giant line cut to MAX_LINE_BYTES without reading it whole."""
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            dropped = 0
+            while (rest := stream.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                dropped += len(rest)
+            dropped += len(rest)
+            raw = raw[:MAX_LINE_BYTES] + f" [... {dropped} bytes cut by vlogscope]\n".encode()
+        yield raw
 
 
 def _open_decompressed(stream: BinaryIO, name: str) -> BinaryIO:
@@ -122,8 +152,11 @@ class Source:
             raise InputError(f"{self.name}: cannot read: {exc.strerror or exc}") from exc
         try:
             stream = _open_decompressed(raw_stream, self.name)
-            for number, raw in enumerate(stream, start=1):
-                yield PhysicalLine(number, decode_line(raw))
+            number = 0
+            for raw in _read_lines(stream):
+                for text in split_line(raw):
+                    number += 1
+                    yield PhysicalLine(number, text)
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise InputError(f"{self.name}: cannot read: {exc}") from exc
         finally:

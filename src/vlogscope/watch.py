@@ -32,7 +32,7 @@ from vlogscope.pipeline import Diagnosis, RunBuilder, RunDiagnosis, event_matche
 from vlogscope.records import Record, read_record
 from vlogscope.runs import RunSplitter
 from vlogscope.signatures import Signature
-from vlogscope.source import PhysicalLine, decode_line
+from vlogscope.source import PhysicalLine, split_line
 
 POLL_S = 0.2
 
@@ -56,8 +56,9 @@ def follow_stream(stream: BinaryIO, idle_after: float = 0.5) -> Iterator[Physica
             continue
         if raw is None:
             return
-        number += 1
-        yield PhysicalLine(number, decode_line(raw))
+        for text in split_line(raw):
+            number += 1
+            yield PhysicalLine(number, text)
 
 
 def follow_file(
@@ -78,8 +79,9 @@ def follow_file(
         if chunk:
             partial += chunk
             if partial.endswith(b"\n"):
-                number += 1
-                yield PhysicalLine(number, decode_line(partial))
+                for text in split_line(partial):
+                    number += 1
+                    yield PhysicalLine(number, text)
                 partial = b""
             continue
         yield None
