@@ -42,8 +42,8 @@ MAX_LINE_BYTES = 256 * 1024
 # may carry the log suffix.
 _LOG_SUFFIXES = frozenset({"log", "txt", "out", "err", "stdout", "stderr"})
 
-_MAGIC_GZIP = b"\x1f\x8b"
-_MAGIC_BZIP2 = b"BZh"
+_MAGIC_GZIP = b"\x1f\x8b\x08"  # magic + deflate, the only method gzip defines
+_MAGIC_BZIP2 = (b"BZh1", b"BZh2", b"BZh3", b"BZh4", b"BZh5", b"BZh6", b"BZh7", b"BZh8", b"BZh9")
 _MAGIC_XZ = b"\xfd7zXZ\x00"
 _MAGIC_ZSTD = b"\x28\xb5\x2f\xfd"
 
@@ -112,7 +112,7 @@ def _open_decompressed(stream: BinaryIO, name: str) -> BinaryIO:
         if isinstance(stream, io.BufferedReader)
         else io.BufferedReader(cast("io.RawIOBase", stream))
     )
-    head = buffered.peek(6)[:6]
+    head = buffered.peek(8)[:8]
     if head.startswith(_MAGIC_GZIP):
         return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
     if head.startswith(_MAGIC_BZIP2):
