@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from vlogscope.records import Record
+from vlogscope.skim import RoutineRun
 
 # An open event that has seen no line for this many input lines is closed:
 # continuations follow within a few lines even when eight ranks interleave.
@@ -61,6 +62,7 @@ class EventKind(StrEnum):
     TRACEBACK = "traceback"  # a raw Python traceback (or a fragment of one)
     UVICORN = "uvicorn"  # uvicorn's own lines, including access lines
     UNPARSED = "unparsed"  # anything else: third-party output, prints, progress bars
+    ROUTINE = "routine"  # a run of routine INFO/DEBUG lines, counted but not parsed (skim.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,7 @@ class Event:
     """A unit of meaning: one log record, one traceback, or one foreign line."""
 
     kind: EventKind
-    line_numbers: tuple[int, ...]
+    line_numbers: tuple[int, ...] | range
     texts: tuple[str, ...]  # message part of each physical line
     process: str | None = None
     pid: int | None = None
@@ -96,6 +98,7 @@ class Event:
     file: str | None = None
     frames: tuple[Frame, ...] = ()
     exceptions: tuple[RaisedException, ...] = ()  # chain order; the last one was raised
+    samples: tuple[str, ...] = ()  # ROUTINE only: stats-line messages kept for metrics
 
     @property
     def line(self) -> int:
@@ -233,7 +236,17 @@ def _starts_fragment(record: Record) -> bool:
     return record.fields.kind != "uvicorn" and _FRAME.fullmatch(record.fields.message) is not None
 
 
-def assemble(records: Iterable[Record | None]) -> Iterator[Event]:
+def _routine(run: RoutineRun) -> Event:
+    text = ROUTINE_SERVING_TEXT if run.serving else ROUTINE_TEXT
+    lines = range(run.first, run.first + run.count)
+    return Event(EventKind.ROUTINE, lines, (text,), samples=run.stats)
+
+
+ROUTINE_TEXT = "(routine INFO lines, counted but not parsed)"
+ROUTINE_SERVING_TEXT = "(routine serving lines: stats, requests, access log; counted)"
+
+
+def assemble(records: Iterable[Record | RoutineRun | None]) -> Iterator[Event]:
     """Group records into events, yielded in order of their first line.
 
     A `None` in the input means "the source is idle" (a live log waiting for
@@ -258,6 +271,11 @@ def assemble(records: Iterable[Record | None]) -> Iterator[Event]:
         if record is None:
             for stream in list(open_by_stream):
                 finish(stream)
+            yield from flush_ready()
+            continue
+        if isinstance(record, RoutineRun):
+            event = _routine(record)
+            heapq.heappush(done, (event.line, event))
             yield from flush_ready()
             continue
         f = record.fields

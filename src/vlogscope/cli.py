@@ -76,15 +76,22 @@ def _with_progress(source: Source, progress: Progress) -> Source:
                                                           description=label))  # fmt: skip
 
 
-def _diagnose_all(paths: Sequence[str], patterns: Sequence[Path], redact: bool) -> list[Diagnosis]:
+def _diagnose_all(
+    paths: Sequence[str], patterns: Sequence[Path], redact: bool, full_parse: bool
+) -> list[Diagnosis]:
     signatures = load_signatures(patterns)
     redactor = Redactor() if redact else None  # one for all inputs: placeholders agree
     sources = open_sources(paths, sys.stdin.buffer)
+    skim_routine = not full_parse
+
+    def run(source: Source) -> Diagnosis:
+        return analyze(source, signatures, redactor, skim_routine=skim_routine)
+
     if not sys.stderr.isatty():  # progress is for people; pipes and CI get nothing on stderr
-        return [analyze(s, signatures, redactor) for s in sources]
+        return [run(s) for s in sources]
     columns = (*Progress.get_default_columns(), TransferSpeedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        return [analyze(_with_progress(s, progress), signatures, redactor) for s in sources]
+        return [run(_with_progress(s, progress)) for s in sources]
 
 
 _PATTERNS_OPTION = click.option(
@@ -123,6 +130,11 @@ def cli() -> None:
     is_flag=True,
     help="Replace API keys, tokens, IPs, host and user names, prompts with placeholders.",
 )
+@click.option(
+    "--full-parse",
+    is_flag=True,
+    help="Parse every line (slower); by default routine INFO lines are only counted.",
+)
 @click.option("--debug", is_flag=True, help="Show Python tracebacks of internal errors.")
 def diagnose(
     paths: tuple[str, ...],
@@ -130,6 +142,7 @@ def diagnose(
     sample: str | None,
     pattern_dirs: tuple[Path, ...],
     redact: bool,
+    full_parse: bool,
     debug: bool,
 ) -> None:
     """Diagnose vLLM logs: files, directories, compressed logs, or - for stdin.
@@ -141,7 +154,7 @@ def diagnose(
             raise click.UsageError("give either --sample or PATH, not both")
         paths = (str(sample_path(sample)),)
     try:
-        diagnoses = _diagnose_all(paths, pattern_dirs, redact)
+        diagnoses = _diagnose_all(paths, pattern_dirs, redact, full_parse)
     except (InputError, SignatureError) as exc:
         if debug:
             raise

@@ -299,7 +299,7 @@ _EXTRACTORS = (
 
 def _payloads(event: Event) -> Iterable[tuple[int, str]]:
     """(line, text) pairs worth reading: a record's message, or the exception lines."""
-    if event.kind is EventKind.UNPARSED:
+    if event.kind in (EventKind.UNPARSED, EventKind.ROUTINE):
         return ()
     if event.kind is EventKind.RECORD and not event.exceptions:
         return ((event.line, "\n".join(event.texts)),)

@@ -8,7 +8,7 @@ is the phase the run reached.  Phases `engine ready` and later mean start-up
 completed.
 
 Examples:
-    >>> from vlogscope.assemble import Event, EventKind
+    >>> from vlogscope.assemble import ROUTINE_SERVING_TEXT, Event, EventKind
     >>> tracker = PhaseTracker()
     >>> tracker.observe(Event(EventKind.RECORD, (40,), ("Starting to load model /m...",)))
     >>> tracker.facts()["last_phase"]
@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vlogscope.assemble import Event, EventKind
+from vlogscope.assemble import ROUTINE_SERVING_TEXT, Event, EventKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ PHASES = (
         "serving",
         re.compile(
             r"Avg prompt throughput|Received request|Added request|Processed prompts"
-            r"|\" [0-9]{3}(?: [A-Za-z ]+)?$"
+            r"|\" [0-9]{3}(?: [A-Za-z ]+)?$|^" + re.escape(ROUTINE_SERVING_TEXT)
         ),
     ),
     Phase("shutdown", re.compile(r"Shutting down|shutdown complete|\[shutdown\]")),
@@ -105,7 +105,7 @@ class PhaseTracker:
         self._shutdown_line: int | None = None
 
     def observe(self, event: Event) -> None:
-        if event.kind not in (EventKind.RECORD, EventKind.UVICORN, EventKind.UNPARSED):
+        if event.kind is EventKind.TRACEBACK:
             return
         text = event.message
         if self._shutdown_line is None and PHASES[SHUTDOWN_INDEX].marker.search(text):

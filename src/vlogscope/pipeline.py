@@ -26,7 +26,7 @@ from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import UnwrappedLine, unwrap
 from vlogscope.facts import FactCollector, Facts
 from vlogscope.findings import Finding, from_matches, rank
-from vlogscope.records import read_record
+from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
     engine_died_silently,
@@ -44,6 +44,7 @@ from vlogscope.signatures import (
     is_fallback,
     load_signatures,
 )
+from vlogscope.skim import RoutineRun, skim
 from vlogscope.source import Source
 
 # Levels whose records every signature is tried on; INFO/DEBUG records only
@@ -148,19 +149,36 @@ def _best_matches(found: Iterable[Match]) -> list[Match]:
     return kept
 
 
-def read_events(source: Source, redactor: Redactor | None = None) -> Iterator[Event]:
-    """The first four stages: physical lines to assembled events (redacted if asked)."""
-    lines = (unwrap(line) for line in source.lines())
-    if redactor is not None:
-        lines = (UnwrappedLine(u.number, redactor(u.text), redactor(u.wrapper)) for u in lines)
-    return assemble(read_record(u) for u in lines)
+def read_events(
+    source: Source, redactor: Redactor | None = None, skim_routine: bool = False
+) -> Iterator[Event]:
+    """The first four stages: physical lines to assembled events (redacted if asked).
+
+    With `skim_routine`, runs of routine INFO lines become single ROUTINE events
+    (skim.py): what `diagnose` needs, at a fraction of the cost.
+    """
+
+    def records() -> Iterator[Record | RoutineRun]:
+        items = source.read(skim) if skim_routine else source.lines()
+        for item in items:
+            if isinstance(item, RoutineRun):
+                yield item
+                continue
+            line = unwrap(item)
+            if redactor is not None:
+                line = UnwrappedLine(line.number, redactor(line.text), redactor(line.wrapper))
+            yield read_record(line)
+
+    return assemble(records())
 
 
 def event_matches(
     event: Event, signatures: Iterable[Signature], guard: SignatureGuard | None = None
 ) -> list[Match]:
     """The matches an event keeps, with the same filters `analyze` applies."""
-    if event.kind is EventKind.UVICORN and event.level == "INFO":
+    if event.kind is EventKind.ROUTINE or (
+        event.kind is EventKind.UVICORN and event.level == "INFO"
+    ):
         return []  # access lines: thousands per hour, never a failure by themselves
     guard = guard or SignatureGuard()
     return _best_matches(
@@ -223,14 +241,20 @@ def analyze(
     source: Source,
     signatures: Mapping[str, Signature] | None = None,
     redactor: Redactor | None = None,
+    skim_routine: bool = False,
 ) -> Diagnosis:
-    """Run the whole pipeline over one source, reading it once."""
+    """Run the whole pipeline over one source, reading it once.
+
+    `skim_routine` counts routine INFO lines instead of parsing them: the
+    findings and facts are the same, the events are not all there (for
+    frames, leave it off).
+    """
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     splitter, guard = RunSplitter(), SignatureGuard()
     runs: list[RunDiagnosis] = []
     current = RunBuilder(1, sigs, guard)
     events: list[Event] = []
-    for event in read_events(source, redactor):
+    for event in read_events(source, redactor, skim_routine):
         if splitter.starts_new_run(event) and current.events:
             runs.append(current.finish())
             current = RunBuilder(len(runs) + 1, sigs, guard)

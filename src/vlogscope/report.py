@@ -287,12 +287,13 @@ _SPARK_SERIES = (
 def _print_sparklines(d: Diagnosis, console: Console) -> None:
     """The latest run's stats lines as one-line charts, when it served anything."""
     first, last = d.latest.first_line, d.latest.last_line
-    stats = [
-        s
+    messages = (
+        message
         for e in d.events
-        if first <= e.line <= last and e.level in ("INFO", "DEBUG")
-        if (s := read_stats(e.message)) is not None and "running" in s
-    ]
+        if first <= e.line <= last and (e.level in ("INFO", "DEBUG") or e.samples)
+        for message in (e.samples or (e.message,))
+    )
+    stats = [s for m in messages if (s := read_stats(m)) is not None and "running" in s]
     if len(stats) < 2:
         return
     console.print(_plain(f"Serving ({len(stats)} stats lines)", "bold"))

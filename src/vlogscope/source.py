@@ -30,7 +30,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO, TypeVar, cast
+
+T = TypeVar("T")
 
 STDIN_NAME = "<stdin>"
 # Longer lines are cut (and say so): no vLLM line comes near it, and a 100 MB
@@ -144,6 +146,13 @@ class Source:
 
     def lines(self) -> Iterator[PhysicalLine]:
         """Yield every physical line; decoding and I/O errors become InputError."""
+        return self.read(_every_line)
+
+    def read(self, reader: Callable[[BinaryIO], Iterator[T]]) -> Iterator[T]:
+        """Open (and decompress) the input, run `reader` over the bytes, close it.
+
+        Opening, decompression and I/O errors become InputError, whatever the reader.
+        """
         try:
             raw_stream = self._open()
         except PermissionError:
@@ -151,17 +160,20 @@ class Source:
         except OSError as exc:
             raise InputError(f"{self.name}: cannot read: {exc.strerror or exc}") from exc
         try:
-            stream = _open_decompressed(raw_stream, self.name)
-            number = 0
-            for raw in _read_lines(stream):
-                for text in split_line(raw):
-                    number += 1
-                    yield PhysicalLine(number, text)
+            yield from reader(_open_decompressed(raw_stream, self.name))
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise InputError(f"{self.name}: cannot read: {exc}") from exc
         finally:
             if raw_stream is not sys.stdin.buffer:
                 raw_stream.close()
+
+
+def _every_line(stream: BinaryIO) -> Iterator[PhysicalLine]:
+    number = 0
+    for raw in _read_lines(stream):
+        for text in split_line(raw):
+            number += 1
+            yield PhysicalLine(number, text)
 
 
 def _looks_like_log(path: Path) -> bool:

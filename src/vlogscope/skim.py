@@ -1,0 +1,134 @@
+"""The hot path of `diagnose`: routine lines are counted in bulk, never parsed.
+
+A server that ran for a week logs millions of lines, and almost all of them
+are routine: uvicorn access lines and INFO records (stats, request logging)
+that no diagnosis reads.  Parsing each in Python costs ~30 µs; this module
+reads the input in large blocks and lets one compiled regular expression
+walk over runs of routine lines at C speed, handing on only the lines that
+matter: anything not at INFO/DEBUG level, anything that is not a vLLM or
+uvicorn line (tracebacks, third-party output), and INFO/DEBUG lines whose
+message starts like a start-up milestone, a fact or an INFO-level signature
+(`_MATTERS`).  A run of routine lines becomes one `RoutineRun`.
+
+`tests/test_skim.py` proves the routine pattern agrees with the pyparsing
+grammar (every line it calls routine is a vLLM INFO/DEBUG record or a uvicorn
+INFO line) and that diagnoses with and without skimming are the same.
+
+Examples:
+    >>> import io
+    >>> data = (b"INFO 05-14 09:10:07 [loggers.py:1] Engine 000: Running: 3 reqs\\n" * 3
+    ...         + b"ERROR 05-14 09:10:08 [core.py:1] boom\\n")
+    >>> [type(item).__name__ for item in skim(io.BytesIO(data))]
+    ['RoutineRun', 'PhysicalLine']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from vlogscope.source import MAX_LINE_BYTES, PhysicalLine, split_line
+
+BLOCK_BYTES = 4 * 1024 * 1024
+
+_ANSI = rb"(?:\x1b\[[0-9;]*m)*"
+_PREFIX = (
+    rb"(?:" + _ANSI + rb"\([A-Za-z_][A-Za-z0-9_.= -]{0,60} ?pid=[0-9]+(?:, ip=[A-Za-z0-9.:_-]+)?\)"
+    + _ANSI + rb" ?)*"
+)  # fmt: skip
+# Messages that matter although INFO/DEBUG: start-up milestones and facts (phases.py,
+# facts.py) and what INFO-level signatures look for (patterns/).  They are told
+# apart at the start of the message, so the check costs nothing per routine line.
+_MATTERS = (
+    rb"(?:non-default args|args: |Initializing|Dumping|vLLM|Resolved|Using|Available"
+    rb"|[A-Z][A-Za-z +]{0,12} KV"
+    rb"|# |Model loading|Loading|Starting|Capturing|Graph|Dynamo|Compiling|Directly load"
+    rb"|torch\.compile|Memory profiling|Maximum concurrency|init engine|Automatically"
+    rb"|Chunked|No available|Request \S+ failed|rank |Shutting|\[shutdown\]|Found nccl"
+    rb"|world|Some attention|Valid backends|Multiplying|Forcing|Cannot use|Free memory"
+    rb"|Auto-fit|Sequence group|Application|Uvicorn|Started|Waiting|Finished|Process|Engine core"
+    rb"|Worker proc|[ \xe2]|$"
+    rb"|(?:Engine \d+: |\d+ Engines Aggregated: )?Avg prompt[^\n]*(?:Preemptions: [1-9]"
+    rb"|KV cache usage: (?:9\d|100)))"
+)
+# One routine line: a vLLM INFO/DEBUG record or a uvicorn INFO line, no \r inside.
+ROUTINE_LINE = re.compile(
+    _PREFIX + _ANSI + rb"(?:(?:INFO|DEBUG)" + _ANSI + rb" " + _ANSI
+    + rb"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? " + _ANSI
+    + rb"\[?[\x21-\x39\x3b-\x5a\x5c\x5e-\x7e]+:[0-9]+\]" + _ANSI
+    + rb" (?!" + _MATTERS + rb")[^\r\n]*|INFO: +(?!" + _MATTERS + rb")[^\r\n]*)\n"
+)  # fmt: skip
+RUN = re.compile(rb"(?:" + ROUTINE_LINE.pattern + rb")+")
+_STATS = re.compile(rb"(?:Engine \d+: |\d+ Engines Aggregated: )?Avg prompt throughput[^\r\n]*")
+# Routine lines that prove the server was up (phases.py: "serving").
+_SERVING = (b"Avg prompt throughput", b"Received request", b"Added request", b'" 200 ')
+
+
+@dataclass(frozen=True, slots=True)
+class RoutineRun:
+    """`count` consecutive routine lines starting at line `first`: counted, not parsed."""
+
+    first: int
+    count: int
+    serving: bool = False  # holds stats, request or access lines: the server was serving
+    stats: tuple[str, ...] = ()  # the stats lines' messages, for the metrics summary
+
+
+def _lines_of(raw: bytes, number: int) -> Iterator[PhysicalLine]:
+    for text in split_line(raw):
+        number += 1
+        yield PhysicalLine(number, text)
+
+
+def skim(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
+    """Physical lines that matter, and runs of routine lines in between."""
+    number = 0
+    carry = b""
+    giant: bytes | None = None  # the kept head of a line longer than MAX_LINE_BYTES
+    while True:
+        block = stream.read(BLOCK_BYTES)
+        if giant is not None:  # drop the rest of a giant line up to its newline
+            newline = block.find(b"\n")
+            if newline < 0 and block:
+                continue
+            for line in _lines_of(giant + b" [... cut by vlogscope]\n", number):
+                number = line.number
+                yield line
+            giant, block = None, block[newline + 1 :] if newline >= 0 else b""
+        data = carry + block
+        if not block and not data:
+            return
+        if not block:  # a last line without a newline is never routine
+            for line in _lines_of(data, number):
+                number = line.number
+                yield line
+            return
+        cut = data.rfind(b"\n") + 1
+        data, carry = data[:cut], data[cut:]
+        if len(carry) > MAX_LINE_BYTES:
+            giant, carry = carry[:MAX_LINE_BYTES], b""
+        position, end = 0, len(data)
+        while position < end:
+            run = RUN.match(data, position)
+            if run is not None:
+                stop = run.end()
+                count = data.count(b"\n", position, stop)
+                serving = any(data.find(n, position, stop) >= 0 for n in _SERVING)
+                stats = tuple(
+                    m.group().decode("utf-8", "replace")
+                    for m in _STATS.finditer(data, position, stop)
+                )
+                yield RoutineRun(number + 1, count, serving, stats)
+                number += count
+                position = stop
+                continue
+            line_end = data.find(b"\n", position) + 1 or end
+            raw = data[position:line_end]
+            if len(raw) > MAX_LINE_BYTES:
+                raw = raw[:MAX_LINE_BYTES] + b" [... cut by vlogscope]\n"
+            for line in _lines_of(raw, number):
+                number = line.number
+                yield line
+            position = line_end

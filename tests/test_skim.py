@@ -1,0 +1,67 @@
+"""The skim hot path must agree with the grammar and with the full parse."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from support import FIXTURES, GENLOG, corpus_logs
+from vlogscope.envelope import strip_escapes
+from vlogscope.grammar import parse_line
+from vlogscope.pipeline import analyze
+from vlogscope.skim import ROUTINE_LINE
+from vlogscope.source import Source
+
+LOGS = (
+    sorted(FIXTURES.glob("*.log")) + sorted((FIXTURES / "variants").glob("*.log")) + corpus_logs()
+)
+
+
+def test_every_line_called_routine_is_an_info_or_debug_record_for_the_grammar() -> None:
+    checked = 0
+    for path in LOGS:
+        for raw in path.read_bytes().splitlines(keepends=True):
+            if ROUTINE_LINE.fullmatch(raw if raw.endswith(b"\n") else raw + b"\n"):
+                fields = parse_line(strip_escapes(raw.rstrip(b"\r\n").decode("utf-8", "replace")))
+                assert (fields.kind, fields.level) in {
+                    ("vllm", "INFO"),
+                    ("vllm", "DEBUG"),
+                    ("uvicorn", "INFO"),
+                }, raw
+                checked += 1
+    assert checked > 300
+
+
+def _key(path_or_bytes: object, skim: bool) -> object:
+    import io
+
+    source = (
+        Source.from_path(path_or_bytes)  # type: ignore[arg-type]
+        if not isinstance(path_or_bytes, bytes)
+        else Source.from_stream("<g>", io.BytesIO(path_or_bytes))
+    )
+    d = analyze(source, skim_routine=skim)
+    return (
+        d.lines,
+        [(f.id, f.category, f.root_cause, f.line, f.title, f.ranks) for f in d.findings],
+        {k: v for k, v in d.facts.as_dict().items() if k != "worker_processes"},
+        [(r.first_line, r.last_line, str(r.verdict)) for r in d.runs],
+    )
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
+def test_skimmed_and_full_diagnoses_are_the_same(path) -> None:  # type: ignore[no-untyped-def]
+    assert _key(path, True) == _key(path, False)
+
+
+@pytest.mark.skipif(not GENLOG.exists(), reason="shared/bench/genlog.py not present")
+@pytest.mark.parametrize("failure", ["none", "kv-fp8-mla", "oom"])
+def test_skimmed_and_full_agree_on_generated_logs(failure: str) -> None:
+    data = subprocess.run(
+        [sys.executable, str(GENLOG), "--lines", "20000", "--seed", "3", "--failure", failure],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert _key(data, True) == _key(data, False)
