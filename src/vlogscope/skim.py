@@ -61,7 +61,8 @@ ROUTINE_LINE = re.compile(
     + rb" (?!" + _MATTERS + rb")[^\r\n]*|INFO: +(?!" + _MATTERS + rb")[^\r\n]*)\n"
 )  # fmt: skip
 RUN = re.compile(rb"(?:" + ROUTINE_LINE.pattern + rb")+")
-_STATS = re.compile(rb"(?:Engine \d+: |\d+ Engines Aggregated: )?Avg prompt throughput[^\r\n]*")
+_STATS_MARK = b"Avg prompt throughput"
+_STATS_PREFIX = re.compile(rb"(?:Engine \d+: |\d+ Engines Aggregated: )$")
 # Routine lines that prove the server was up (phases.py: "serving").
 _SERVING = (b"Avg prompt throughput", b"Received request", b"Added request", b'" 200 ')
 
@@ -76,6 +77,17 @@ class RoutineRun:
     stats: tuple[str, ...] = ()  # the stats lines' messages, for the metrics summary
 
 
+def _stats_messages(data: bytes, start: int, stop: int) -> Iterator[str]:
+    """Stats-line messages in data[start:stop], found by a literal search (C speed)."""
+    at = data.find(_STATS_MARK, start, stop)
+    while at >= 0:
+        prefix = _STATS_PREFIX.search(data, max(start, at - 40), at)
+        begin = prefix.start() if prefix else at
+        end = data.find(b"\n", at, stop)
+        yield data[begin:end].decode("utf-8", "replace")
+        at = data.find(_STATS_MARK, end, stop)
+
+
 def _lines_of(raw: bytes, number: int) -> Iterator[PhysicalLine]:
     for text in split_line(raw):
         number += 1
@@ -87,6 +99,7 @@ def skim(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
     number = 0
     carry = b""
     giant: bytes | None = None  # the kept head of a line longer than MAX_LINE_BYTES
+    look_for_serving = True
     while True:
         block = stream.read(BLOCK_BYTES)
         if giant is not None:  # drop the rest of a giant line up to its newline
@@ -115,11 +128,13 @@ def skim(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
             if run is not None:
                 stop = run.end()
                 count = data.count(b"\n", position, stop)
-                serving = any(data.find(n, position, stop) >= 0 for n in _SERVING)
-                stats = tuple(
-                    m.group().decode("utf-8", "replace")
-                    for m in _STATS.finditer(data, position, stop)
+                # Only the first serving run after something that mattered can start
+                # the "serving" phase (a launch's markers always come first).
+                serving = look_for_serving and any(
+                    data.find(n, position, stop) >= 0 for n in _SERVING
                 )
+                look_for_serving = look_for_serving and not serving
+                stats = tuple(_stats_messages(data, position, stop))
                 yield RoutineRun(number + 1, count, serving, stats)
                 number += count
                 position = stop
@@ -132,3 +147,4 @@ def skim(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
                 number = line.number
                 yield line
             position = line_end
+            look_for_serving = True
