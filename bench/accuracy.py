@@ -25,8 +25,10 @@ def main(argv: list[str]) -> int:
             print(summarize(chosen).table())
         wrong = [o for o in outcomes if not o.correct]
         for o in wrong:
-            print(f"   wrong: {o.file}: expected {'|'.join(o.expected)}, got {o.predicted}"
-                  + (f" ({o.error})" if o.error else ""))
+            print(
+                f"   wrong: {o.file}: expected {'|'.join(o.expected)}, got {o.predicted}"
+                + (f" ({o.error})" if o.error else "")
+            )
     return 0
 
 

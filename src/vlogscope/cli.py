@@ -176,7 +176,10 @@ def diagnose(
                    page_of("".join(html_body(d) for d in diagnoses), "vlogscope"))  # fmt: skip
     if all(d.verdict is Verdict.NOT_VLLM for d in diagnoses):
         names = ", ".join(d.source for d in diagnoses)
-        _fail(f"{names}: no vLLM log lines found ({sum(d.lines for d in diagnoses)} lines read)")
+        _fail(
+            f"{names}: no vLLM log lines found ({sum(d.lines for d in diagnoses)} lines read); "
+            "give the stdout/stderr of `vllm serve` or of the Python process that ran vLLM"
+        )
     if fmt == "text":
         console = Console(highlight=False, soft_wrap=False)
         for d in diagnoses:

@@ -211,7 +211,11 @@ def open_sources(specs: Sequence[str], stdin: BinaryIO | None = None) -> list[So
         except FileNotFoundError:
             raise InputError(f"{spec}: no such file or directory") from None
         except OSError as exc:
-            reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror
+            reason = (
+                "permission denied (check its permissions, or run as a user who can read it)"
+                if isinstance(exc, PermissionError)
+                else exc.strerror
+            )
             raise InputError(f"{spec}: {reason}") from None
         if path.is_dir():
             logs = _walk(path)
@@ -219,7 +223,10 @@ def open_sources(specs: Sequence[str], stdin: BinaryIO | None = None) -> list[So
                 raise InputError(f"{spec}: directory holds no log files (*.log, *.txt, *.out, ...)")
             sources.extend(Source.from_path(p) for p in logs)
         elif not os.access(path, os.R_OK):
-            raise InputError(f"{spec}: permission denied")
+            raise InputError(
+                f"{spec}: permission denied (check its permissions, or run as a user who can "
+                "read it)"
+            )
         else:
             sources.append(Source.from_path(path))
     return sources
