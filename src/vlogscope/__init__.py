@@ -13,14 +13,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from vlogscope.log import Log, read
 from vlogscope.pipeline import Diagnosis, Verdict
+
+if TYPE_CHECKING:
+    from vlogscope.log import Log, read
 
 __version__ = "0.1.0"
 __all__ = ["Diagnosis", "Log", "Verdict", "__version__", "diagnose", "read"]
 
 
+def __getattr__(name: str) -> Any:
+    """`read` and `Log` bring in pandas; the command line does not pay for it unless used."""
+    if name in ("read", "Log"):
+        from vlogscope import log
+
+        return getattr(log, name)
+    raise AttributeError(f"module 'vlogscope' has no attribute {name!r}")
+
+
 def diagnose(path_or_lines: str | Path | Iterable[str]) -> Diagnosis:
     """The one-call shortcut: diagnose a path or the log's lines as strings."""
+    from vlogscope.log import read
+
     return read(path_or_lines).diagnosis

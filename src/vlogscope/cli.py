@@ -20,10 +20,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 from rich.console import Console
 from rich.progress import Progress, TransferSpeedColumn
 from rich.table import Table
@@ -32,8 +31,6 @@ from rich.text import Text
 from vlogscope.catalog import Problem, lint, run_tests
 from vlogscope.compare import diff_launches
 from vlogscope.findings import Finding
-from vlogscope.log import Log
-from vlogscope.log import read as read_log
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
 from vlogscope.plot import PlotUnavailable
 from vlogscope.redact import Redactor
@@ -45,6 +42,11 @@ from vlogscope.signatures import Signature, SignatureError, load_signatures
 from vlogscope.signatures import pattern_dirs as all_pattern_dirs
 from vlogscope.source import STDIN_NAME, InputError, Source, open_sources
 from vlogscope.watch import follow_file, follow_stream, watch
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vlogscope.log import Log
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -278,6 +280,8 @@ _FRAME_FORMATS = ["table", "csv", "jsonl", "parquet"]
 
 
 def _read_one(path: str, year: int | None, patterns: Sequence[Path]) -> Log:
+    from vlogscope.log import read as read_log  # pandas: only for commands that need it
+
     try:
         source = Source.from_stream(STDIN_NAME, sys.stdin.buffer) if path == "-" else path
         return read_log(source, year=year, patterns=patterns)
@@ -288,6 +292,8 @@ def _read_one(path: str, year: int | None, patterns: Sequence[Path]) -> Log:
 
 def _emit_frame(frame: pd.DataFrame, fmt: str, output: Path | None) -> None:
     """Write a DataFrame in the chosen format; parquet needs the optional pyarrow extra."""
+    import pandas as pd
+
     if fmt == "parquet":
         if output is None:
             _fail("--format parquet needs --output FILE")
