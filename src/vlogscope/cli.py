@@ -87,7 +87,7 @@ def _diagnose_all(
     skim_routine = not full_parse
 
     def run(source: Source) -> Diagnosis:
-        return analyze(source, signatures, redactor, skim_routine=skim_routine)
+        return analyze(source, signatures, redactor, skim_routine=skim_routine, keep_events=False)
 
     if not sys.stderr.isatty():  # progress is for people; pipes and CI get nothing on stderr
         return [run(s) for s in sources]

@@ -30,8 +30,8 @@ from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
     engine_died_silently,
+    is_residue_candidate,
     kv_dtype_from_checkpoint,
-    residue,
     unrecognized_error,
 )
 from vlogscope.runs import RunSplitter
@@ -70,6 +70,7 @@ class RunDiagnosis:
     facts: Facts
     findings: tuple[Finding, ...]
     residue: tuple[Event, ...]
+    stats: tuple[str, ...] = ()  # a sample of the run's stats-line messages, in order
 
     @property
     def root_cause(self) -> Finding | None:
@@ -186,8 +187,21 @@ def event_matches(
     )
 
 
+# Matches kept per signature beyond the first of each process: evidence shows at
+# most a handful, so a warning repeated a million times costs a few objects.
+MAX_MATCHES_PER_SIGNATURE = 32
+# Stats lines kept per run for the text report's sparklines (decimated beyond).
+MAX_STATS_SAMPLES = 2048
+
+
 class RunBuilder:
-    """Accumulates one launch's events, facts and matches as they stream past."""
+    """Accumulates one launch's facts, matches and loose ends as events stream past.
+
+    It keeps what the diagnosis needs, not the events themselves, so memory
+    stays flat however long the log: matches capped per signature (but one per
+    process, for rank counts), unexplained errors, the last event, and a
+    decimated sample of stats lines.
+    """
 
     def __init__(
         self, index: int, signatures: list[Signature], guard: SignatureGuard | None = None
@@ -196,44 +210,72 @@ class RunBuilder:
         self.guard = guard or SignatureGuard()
         self.collector = FactCollector()
         self.matches: list[Match] = []
-        self.events: list[Event] = []
+        self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
+        self.unexplained: list[Event] = []
+        self.first_event: Event | None = None
+        self.last_event: Event | None = None
+        self.stats: list[str] = []
+        self._stats_stride, self._stats_seen = 1, 0
         self.lines = self.vllm_lines = 0
 
     def add(self, event: Event) -> None:
-        self.events.append(event)
+        self.first_event = self.first_event or event
+        self.last_event = event
         self.lines += event.lines
         if event.kind is not EventKind.UNPARSED or "vllm" in event.message.lower():
             self.vllm_lines += event.lines
         self.collector.observe(event)
-        self.matches.extend(event_matches(event, self.signatures, self.guard))
+        found = event_matches(event, self.signatures, self.guard)
+        for m in found:
+            self._keep(m)
+        if is_residue_candidate(event) and not any(m.explains_event for m in found):
+            self.unexplained.append(event)
+        for message in event.samples or ((event.message,) if event.level == "INFO" else ()):
+            self._sample(message)
+
+    def _keep(self, m: Match) -> None:
+        count, processes = self._kept.get(m.signature.id, (0, set()))
+        process = (m.event.process, m.event.pid)
+        if count < MAX_MATCHES_PER_SIGNATURE or process not in processes:
+            self.matches.append(m)
+            processes.add(process)
+        self._kept[m.signature.id] = (count + 1, processes)
+
+    def _sample(self, message: str) -> None:
+        if "Avg prompt throughput" not in message:
+            return
+        self._stats_seen += 1
+        if self._stats_seen % self._stats_stride:
+            return
+        self.stats.append(message)
+        if len(self.stats) >= MAX_STATS_SAMPLES:
+            self.stats, self._stats_stride = self.stats[::2], self._stats_stride * 2
 
     def finish(self) -> RunDiagnosis:
-        events, facts = self.events, self.collector.facts()
+        facts = self.collector.facts()
         findings = from_matches(self.matches, facts)
-        explained = {m.event.line for m in self.matches if m.explains_event}
-        unexplained = residue(events, explained)
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
-        unrecognized = None if has_error else unrecognized_error(unexplained)
+        unrecognized = None if has_error else unrecognized_error(self.unexplained)
         silent = None
         if not has_error and unrecognized is None:
-            silent = engine_died_silently(facts, events[-1] if events else None)
+            silent = engine_died_silently(facts, self.last_event)
         extra = [
             kv_dtype_from_checkpoint(facts, findings, stopped and not has_error),
             unrecognized,
             silent,
         ]
         findings.extend(f for f in extra if f is not None)
-        last = max((n for e in events for n in e.line_numbers[-1:]), default=0)
         return RunDiagnosis(
             index=self.index,
-            first_line=events[0].line if events else 0,
-            last_line=last,
+            first_line=self.first_event.line if self.first_event else 0,
+            last_line=self.last_event.line_numbers[-1] if self.last_event else 0,
             lines=self.lines,
             vllm_lines=self.vllm_lines,
             facts=facts,
             findings=tuple(rank(findings)),
-            residue=tuple(unexplained),
+            residue=tuple(self.unexplained),
+            stats=tuple(self.stats),
         )
 
 
@@ -242,12 +284,14 @@ def analyze(
     signatures: Mapping[str, Signature] | None = None,
     redactor: Redactor | None = None,
     skim_routine: bool = False,
+    keep_events: bool = True,
 ) -> Diagnosis:
     """Run the whole pipeline over one source, reading it once.
 
     `skim_routine` counts routine INFO lines instead of parsing them: the
     findings and facts are the same, the events are not all there (for
-    frames, leave it off).
+    frames, leave it off).  Without `keep_events` (the command line), memory
+    does not grow with the log: `Diagnosis.events` is left empty.
     """
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     splitter, guard = RunSplitter(), SignatureGuard()
@@ -255,11 +299,12 @@ def analyze(
     current = RunBuilder(1, sigs, guard)
     events: list[Event] = []
     for event in read_events(source, redactor, skim_routine):
-        if splitter.starts_new_run(event) and current.events:
+        if splitter.starts_new_run(event) and current.first_event is not None:
             runs.append(current.finish())
             current = RunBuilder(len(runs) + 1, sigs, guard)
         current.add(event)
-        events.append(event)
+        if keep_events:
+            events.append(event)
     runs.append(current.finish())
     return Diagnosis(
         source=redactor(source.name) if redactor else source.name,

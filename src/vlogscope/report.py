@@ -286,14 +286,7 @@ _SPARK_SERIES = (
 
 def _print_sparklines(d: Diagnosis, console: Console) -> None:
     """The latest run's stats lines as one-line charts, when it served anything."""
-    first, last = d.latest.first_line, d.latest.last_line
-    messages = (
-        message
-        for e in d.events
-        if first <= e.line <= last and (e.level in ("INFO", "DEBUG") or e.samples)
-        for message in (e.samples or (e.message,))
-    )
-    stats = [s for m in messages if (s := read_stats(m)) is not None and "running" in s]
+    stats = [s for m in d.latest.stats if (s := read_stats(m)) is not None and "running" in s]
     if len(stats) < 2:
         return
     console.print(_plain(f"Serving ({len(stats)} stats lines)", "bold"))

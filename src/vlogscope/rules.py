@@ -316,11 +316,10 @@ def _cut_off_traceback(event: Event) -> Finding:
     )
 
 
-def residue(events: Sequence[Event], explained: set[int]) -> list[Event]:
-    """ERROR records and tracebacks no finding explains, so a gap is visible."""
-    return [
-        e
-        for e in events
-        if e.line not in explained
-        and (e.level in ("ERROR", "CRITICAL") or e.kind is EventKind.TRACEBACK or e.exceptions)
-    ]
+def is_residue_candidate(event: Event) -> bool:
+    """ERROR records and tracebacks must be explained by a finding, or listed as unexplained."""
+    return (
+        event.level in ("ERROR", "CRITICAL")
+        or event.kind is EventKind.TRACEBACK
+        or bool(event.exceptions)
+    )

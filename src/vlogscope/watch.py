@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from vlogscope.assemble import Event, assemble
+from vlogscope.assemble import assemble
 from vlogscope.envelope import unwrap
 from vlogscope.findings import Finding, from_matches
 from vlogscope.pipeline import Diagnosis, RunBuilder, RunDiagnosis, event_matches
@@ -108,7 +108,6 @@ def watch(
     sigs = list(signatures.values())
     splitter, run = RunSplitter(), RunBuilder(1, sigs)
     finished: list[RunDiagnosis] = []
-    events: list[Event] = []
     reported: set[str] = set()
 
     def records() -> Iterator[Record | None]:
@@ -117,11 +116,10 @@ def watch(
 
     try:
         for event in assemble(records()):
-            if splitter.starts_new_run(event) and run.events:
+            if splitter.starts_new_run(event) and run.first_event is not None:
                 finished.append(run.finish())
                 run, reported = RunBuilder(len(finished) + 1, sigs), set()
             run.add(event)
-            events.append(event)
             for match in event_matches(event, sigs):
                 if match.signature.id not in reported:
                     reported.add(match.signature.id)
@@ -134,5 +132,5 @@ def watch(
         source="<watch>",
         lines=sum(r.lines for r in finished),
         runs=tuple(finished),
-        events=tuple(events),
+        events=(),  # a follower may run for days: keep findings, not events
     )
