@@ -215,3 +215,33 @@ def test_a_new_api_server_pid_starts_a_new_run() -> None:
         ),
     ]
     assert [splitter.starts_new_run(e) for e in events] == [False, False, True]
+
+
+def test_a_warning_repeated_many_times_keeps_memory_flat() -> None:
+    import io
+
+    from vlogscope.pipeline import (
+        MAX_MATCHES_PER_SIGNATURE,
+        MAX_STATS_SAMPLES,
+        RunBuilder,
+        read_events,
+    )
+    from vlogscope.signatures import load_signatures
+
+    lines = []
+    for i in range(6000):
+        lines.append(
+            f"WARNING 10-28 11:16:{i % 60:02d} scheduler.py:1483] Sequence group chat-{i} is preempted by PreemptionMode.SWAP mode because there is not enough KV cache space."
+        )
+        lines.append(
+            f"INFO 10-28 11:16:{i % 60:02d} metrics.py:349] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: {i}.0 tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 98 reqs, GPU KV cache usage: 73.8%, CPU KV cache usage: 0.0%."
+        )
+    builder = RunBuilder(1, list(load_signatures().values()))
+    for event in read_events(Source.from_stream("<t>", io.BytesIO("\n".join(lines).encode()))):
+        builder.add(event)
+    assert len(builder.matches) <= MAX_MATCHES_PER_SIGNATURE + 1
+    assert len(builder.stats) < MAX_STATS_SAMPLES
+    run = builder.finish()
+    assert run.lines == 12000
+    assert [f.category for f in run.findings] == ["preemption-kv-pressure"]
+    assert run.stats[-1].startswith("Avg prompt throughput") and run.stats[0] != run.stats[-1]
