@@ -18,6 +18,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -190,6 +191,7 @@ def event_matches(
 # Matches kept per signature beyond the first of each process: evidence shows at
 # most a handful, so a warning repeated a million times costs a few objects.
 MAX_MATCHES_PER_SIGNATURE = 32
+_DIGITS = re.compile(r"[0-9]+")
 # Stats lines kept per run for the text report's sparklines (decimated beyond).
 MAX_STATS_SAMPLES = 2048
 
@@ -211,6 +213,7 @@ class RunBuilder:
         self.collector = FactCollector()
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
+        self._shapes: dict[tuple[str | None, str], tuple[Signature, ...]] = {}
         self.unexplained: list[Event] = []
         self.first_event: Event | None = None
         self.last_event: Event | None = None
@@ -225,13 +228,40 @@ class RunBuilder:
         if event.kind is not EventKind.UNPARSED or "vllm" in event.message.lower():
             self.vllm_lines += event.lines
         self.collector.observe(event)
-        found = event_matches(event, self.signatures, self.guard)
+        found = self._matches(event)
         for m in found:
             self._keep(m)
         if is_residue_candidate(event) and not any(m.explains_event for m in found):
             self.unexplained.append(event)
         for message in event.samples or ((event.message,) if event.level == "INFO" else ()):
             self._sample(message)
+
+    def _matches(self, event: Event) -> list[Match]:
+        """`event_matches`, remembered per message shape for one-line records.
+
+        Long logs repeat the same warning with other numbers thousands of times;
+        once a shape's outcome is known, only signatures that still want
+        evidence (under their cap, or a new process) are run again.
+        """
+        if len(event.texts) != 1 or event.exceptions or event.kind is not EventKind.RECORD:
+            return event_matches(event, self.signatures, self.guard)
+        shape = (event.level, _DIGITS.sub("0", event.message))
+        known = self._shapes.get(shape)
+        if known is None:
+            found = event_matches(event, self.signatures, self.guard)
+            self._shapes[shape] = tuple(m.signature for m in found)
+            return found
+        process = (event.process, event.pid)
+        found = []
+        for sig in known:
+            count, processes = self._kept.get(sig.id, (0, set()))
+            if count < MAX_MATCHES_PER_SIGNATURE or process not in processes:
+                m = self.guard.matches(sig, event)
+                if m is not None:
+                    found.append(m)
+            else:  # `_keep` only counts it: no need to run the regex for captures
+                found.append(Match(sig, event, event.line, event.message, {}))
+        return found
 
     def _keep(self, m: Match) -> None:
         count, processes = self._kept.get(m.signature.id, (0, set()))
