@@ -45,3 +45,12 @@ def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
 
 def corpus_logs() -> list[Path]:
     return sorted(p for c in CORPORA if c.is_dir() for p in c.glob("*.log"))
+
+
+needs_genlog = pytest.mark.skipif(not GENLOG.exists(), reason="shared/bench/genlog.py not present")
+
+
+def generated_log(lines: int, seed: int, failure: str) -> bytes:
+    """Bytes of a log from the shared deterministic generator."""
+    command = [sys.executable, str(GENLOG), "--lines", str(lines), "--seed", str(seed)]
+    return subprocess.run([*command, "--failure", failure], capture_output=True, check=True).stdout

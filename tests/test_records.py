@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import FIXTURES, GENLOG, corpus_logs
+from support import FIXTURES, corpus_logs, generated_log, needs_genlog
 from vlogscope.envelope import strip_escapes
 from vlogscope.grammar import parse_line
 from vlogscope.records import classify
@@ -30,14 +27,10 @@ def test_regex_agrees_with_grammar_on_every_fixture_and_corpus_line() -> None:
     assert disagreements == []
 
 
-@pytest.mark.skipif(not GENLOG.exists(), reason="shared/bench/genlog.py not present")
+@needs_genlog
 @pytest.mark.parametrize("failure", ["none", "kv-fp8-mla", "oom"])
 def test_regex_agrees_with_grammar_on_generated_lines(failure: str) -> None:
-    out = subprocess.run(
-        [sys.executable, str(GENLOG), "--lines", "4000", "--seed", "7", "--failure", failure],
-        capture_output=True,
-        check=True,
-    ).stdout
+    out = generated_log(4000, 7, failure)
     lines = [
         strip_escapes(raw.rstrip(b"\r").decode("utf-8", "replace")) for raw in out.split(b"\n")
     ]

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from support import FIXTURES, GENLOG, corpus_logs
+from support import FIXTURES, corpus_logs, generated_log, needs_genlog
 from vlogscope.envelope import strip_escapes
 from vlogscope.grammar import parse_line
 from vlogscope.pipeline import analyze
@@ -35,13 +32,9 @@ def test_every_line_called_routine_is_an_info_or_debug_record_for_the_grammar() 
     assert _routine_lines_agree(lines) > 100
 
 
-@pytest.mark.skipif(not GENLOG.exists(), reason="shared/bench/genlog.py not present")
+@needs_genlog
 def test_routine_lines_of_generated_logs_agree_with_the_grammar() -> None:
-    data = subprocess.run(
-        [sys.executable, str(GENLOG), "--lines", "30000", "--seed", "5", "--failure", "oom"],
-        capture_output=True,
-        check=True,
-    ).stdout
+    data = generated_log(30000, 5, "oom")
     assert _routine_lines_agree(data.splitlines(keepends=True)) > 20000
 
 
@@ -67,12 +60,8 @@ def test_skimmed_and_full_diagnoses_are_the_same(path) -> None:  # type: ignore[
     assert _key(path, True) == _key(path, False)
 
 
-@pytest.mark.skipif(not GENLOG.exists(), reason="shared/bench/genlog.py not present")
+@needs_genlog
 @pytest.mark.parametrize("failure", ["none", "kv-fp8-mla", "oom"])
 def test_skimmed_and_full_agree_on_generated_logs(failure: str) -> None:
-    data = subprocess.run(
-        [sys.executable, str(GENLOG), "--lines", "20000", "--seed", "3", "--failure", failure],
-        capture_output=True,
-        check=True,
-    ).stdout
+    data = generated_log(20000, 3, failure)
     assert _key(data, True) == _key(data, False)
