@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import os
@@ -38,6 +39,8 @@ from vlogscope.report import render_json, render_text, run_summary, safe, to_jso
 from vlogscope.report_html import html_body, page_of, render_html
 from vlogscope.report_markdown import render_markdown
 from vlogscope.samples import SAMPLES, sample_path
+from vlogscope.scan import COLUMNS as SCAN_COLUMNS
+from vlogscope.scan import default_jobs, scan_dask, scan_local
 from vlogscope.signatures import Signature, SignatureError, load_signatures
 from vlogscope.signatures import pattern_dirs as all_pattern_dirs
 from vlogscope.source import STDIN_NAME, InputError, Source, open_sources
@@ -482,3 +485,64 @@ def watch_command(path: str, pattern_dirs: tuple[Path, ...]) -> None:
         for fix in root.fix:
             console.print(Text(f"  fix: {safe(fix)}"))
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+@cli.command("scan")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "jsonl"]), default="table",
+              show_default=True)  # fmt: skip
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Local worker processes (default: one per CPU).")  # fmt: skip
+@click.option("--scheduler", metavar="tcp://HOST:PORT",
+              help="Run on an existing Dask cluster instead (needs the `dask` extra).")  # fmt: skip
+@_PATTERNS_OPTION
+def scan_command(
+    paths: tuple[str, ...],
+    fmt: str,
+    jobs: int | None,
+    scheduler: str | None,
+    pattern_dirs: tuple[Path, ...],
+) -> None:
+    """Diagnose many logs (directories of pod logs, .gz included) into one table.
+
+    One row per launch: file, run, verdict, root cause, vLLM version, model.
+    Exit status 1 when the latest launch of any file failed.
+    """
+    if "-" in paths:
+        raise click.UsageError("scan reads files and directories, not stdin; use diagnose -")
+    try:
+        files = [s.name for s in open_sources(paths)]
+    except InputError as exc:
+        _fail(str(exc))
+        return
+    patterns = [str(p) for p in pattern_dirs]
+    _load(pattern_dirs)  # a malformed user pattern is one error here, not one per file
+    try:
+        if scheduler:
+            rows = list(scan_dask(files, scheduler, patterns))
+        else:
+            rows = list(scan_local(files, jobs or default_jobs(), patterns))
+    except (RuntimeError, OSError) as exc:
+        _fail(str(exc))
+        return
+    if fmt == "jsonl":
+        for row in rows:
+            click.echo(json.dumps(row.as_dict(), ensure_ascii=False))
+    elif fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(SCAN_COLUMNS))
+        writer.writeheader()
+        writer.writerows(row.as_dict() for row in rows)
+    else:
+        table = Table(box=None)
+        for column in ("file", "run", "verdict", "root_cause", "vllm_version", "model"):
+            table.add_column(column)
+        for row in rows:
+            style = "red" if row.verdict == "failed" else ""
+            table.add_row(
+                Text(safe(row.file)), str(row.run), Text(row.verdict, style=style),
+                Text(safe(row.root_cause or "")), Text(safe(row.vllm_version or "")),
+                Text(safe(row.model or "")),
+            )  # fmt: skip
+        _console().print(table)
+    latest = {row.file: row for row in rows}  # rows come in run order per file
+    sys.exit(EXIT_FINDINGS if any(r.verdict == "failed" for r in latest.values()) else EXIT_OK)
