@@ -118,3 +118,15 @@ def test_python_dash_m_runs_the_same_command() -> None:
     )
     assert result.returncode == 0
     assert _json(result)["verdict"] == "healthy"
+
+
+def test_no_path_on_a_terminal_is_a_usage_error_not_a_hang(tmp_path: Path) -> None:
+    if shutil.which("script") is None:
+        pytest.skip("needs script(1) for a pseudo-terminal")
+    out = tmp_path / "typescript"
+    command = f"{' '.join(vlogscope_command())} diagnose; echo exit=$?"
+    subprocess.run(
+        ["script", "-qc", command, str(out)], timeout=60, check=False, capture_output=True
+    )
+    text = out.read_bytes().decode(errors="replace")
+    assert "give a PATH" in text and "exit=2" in text

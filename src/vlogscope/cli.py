@@ -158,6 +158,8 @@ def diagnose(
         if paths:
             raise click.UsageError("give either --sample or PATH, not both")
         paths = (str(sample_path(sample)),)
+    if not paths and sys.stdin.isatty():
+        raise click.UsageError("give a PATH, or pipe a log in: cat vllm.log | vlogscope diagnose -")
     try:
         diagnoses = _diagnose_all(paths, pattern_dirs, redact, full_parse)
     except (InputError, SignatureError) as exc:
