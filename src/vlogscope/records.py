@@ -16,7 +16,6 @@ Examples:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from vlogscope.envelope import UnwrappedLine
@@ -74,8 +73,3 @@ def classify(text: str) -> LineFields:
 
 def read_record(line: UnwrappedLine) -> Record:
     return Record(line.number, classify(line.text), line.wrapper)
-
-
-def read_records(lines: Iterable[UnwrappedLine]) -> Iterator[Record]:
-    for line in lines:
-        yield read_record(line)
