@@ -245,3 +245,16 @@ def test_a_warning_repeated_many_times_keeps_memory_flat() -> None:
     assert run.lines == 12000
     assert [f.category for f in run.findings] == ["preemption-kv-pressure"]
     assert run.stats[-1].startswith("Avg prompt throughput") and run.stats[0] != run.stats[-1]
+
+
+def test_port_in_use_fix_names_the_requested_port() -> None:
+    d = _diagnose_text(
+        "INFO 10-10 10:23:00 api_server.py:527] args: Namespace(host=None, port=19000, model='facebook/opt-125m', kv_cache_dtype='auto')\n"
+        "Traceback (most recent call last):\n"
+        '  File "/vllm/entrypoints/openai/api_server.py", line 530, in run_server\n'
+        '    temp_socket.bind(("", args.port))\n'
+        "OSError: [Errno 98] Address already in use\n"
+    )
+    root = d.root_cause
+    assert root is not None and root.category == "port-in-use"
+    assert "grep :19000" in root.fix[0]

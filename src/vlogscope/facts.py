@@ -171,6 +171,8 @@ def _requested_args(message: str, emit: _Sink) -> None:
     else:
         return
     emit("requested_args", args, source)
+    if isinstance(args.get("port"), int):
+        emit("port", args["port"], source)
     if "gpu_memory_utilization" in args:
         emit("gpu_memory_utilization", args["gpu_memory_utilization"], source)
     elif not default_shown:
