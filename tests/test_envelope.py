@@ -45,3 +45,35 @@ def test_osc_hyperlinks_and_screen_clears_are_neutralised() -> None:
 def test_plain_vllm_lines_pass_unchanged() -> None:
     for text in (INNER, '  File "/x.py", line 1, in f', "Traceback (most recent call last):", ""):
         assert unwrap(PhysicalLine(1, text)).text == text
+
+
+def test_json_formatter_records_become_text_records_with_their_exception() -> None:
+    import json
+
+    from vlogscope.records import classify
+
+    record = {
+        "asctime": "2025-05-14 09:10:07,123",
+        "levelname": "ERROR",
+        "name": "vllm.v1.engine.core",
+        "processName": "EngineCore_DP0",
+        "process": 975,
+        "message": "EngineCore failed to start.",
+        "exc_info": 'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: No valid attention backend found for cuda',
+    }
+    line = unwrap(PhysicalLine(1, json.dumps(record)))
+    fields = classify(line.text)
+    assert (fields.kind, fields.process, fields.pid, fields.level, fields.time) == (
+        "vllm",
+        "EngineCore_DP0",
+        975,
+        "ERROR",
+        "05-14 09:10:07",
+    )
+    assert fields.message.endswith("| ValueError: No valid attention backend found for cuda")
+    assert line.wrapper.startswith("{")
+
+
+def test_json_that_is_not_a_log_record_is_left_alone() -> None:
+    text = '{"asctime": 1, "other": 2}'
+    assert unwrap(PhysicalLine(1, text)).text == text

@@ -20,6 +20,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -75,6 +76,41 @@ def strip_escapes(text: str) -> str:
     return _ESCAPES.sub("", text) if "\x1b" in text else text
 
 
+_JSON_RECORD = re.compile(r'\{\s*"(?:asctime|levelname|message)"')
+_JSON_TIME = re.compile(
+    r"[0-9]{4}-(?P<md>[0-9]{2}-[0-9]{2})[ T](?P<hms>[0-9]{2}:[0-9]{2}:[0-9]{2})"
+)
+
+
+def _from_json_record(text: str) -> str | None:
+    """vLLM 0.32+'s opt-in JSON formatter, rewritten as the text format it stands for.
+
+    `{"asctime": "2025-05-14 09:10:07,123", "levelname": "ERROR", "name":
+    "vllm.v1.engine.core", "processName": "EngineCore_DP0", "process": 975,
+    "message": "EngineCore failed to start.", "exc_info": "Traceback ..."}`
+    becomes `(EngineCore_DP0 pid=975) ERROR 05-14 09:10:07 [vllm.v1.engine.core:0]
+    EngineCore failed to start. | ValueError: ...` (the exception's last line kept,
+    so that signatures see it).
+    """
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or "levelname" not in record or "message" not in record:
+        return None
+    stamp = _JSON_TIME.search(str(record.get("asctime", "")))
+    when = f"{stamp['md']} {stamp['hms']}" if stamp else "01-01 00:00:00"
+    prefix = ""
+    if record.get("processName") and isinstance(record.get("process"), int):
+        prefix = f"({record['processName']} pid={record['process']}) "
+    message = " ".join(str(record["message"]).split("\n"))
+    exc = str(record.get("exc_info") or "").strip().splitlines()
+    if exc:
+        message += f" | {exc[-1]}"
+    source = re.sub(r"[\s:\[\]]", "_", str(record.get("name") or "json"))
+    return f"{prefix}{record['levelname']} {when} [{source}:0] {message}"
+
+
 def unwrap(line: PhysicalLine) -> UnwrappedLine:
     """Remove escape codes, then any container/shipper prefixes and Ray suffix."""
     text = strip_escapes(line.text)
@@ -85,6 +121,10 @@ def unwrap(line: PhysicalLine) -> UnwrappedLine:
     if match:
         wrapper = match.group(0)
         text = text[match.end() :]
+    if text.startswith("{") and _JSON_RECORD.match(text):
+        converted = _from_json_record(text)
+        if converted is not None:
+            wrapper, text = wrapper + text, converted
     if text.endswith("x across cluster]") or "(Ray deduplicates" in text:
         suffix = _RAY_REPEATED.search(text)
         if suffix:
