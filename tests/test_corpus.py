@@ -48,3 +48,19 @@ def test_every_corpus_log_reads_into_frames_with_all_lines_accounted() -> None:
             assert log.events["lines"].sum() == data.count(b"\n") + (not data.endswith(b"\n")), path
             for frame in (log.metrics, log.timeline, log.facts, log.findings, log.runs):
                 assert frame is not None
+
+
+def test_no_finding_shows_an_unfilled_placeholder() -> None:
+    from support import FIXTURES, corpus_logs
+    from vlogscope.pipeline import analyze
+    from vlogscope.source import Source
+
+    logs = (
+        sorted(FIXTURES.glob("*.log"))
+        + sorted((FIXTURES / "variants").glob("*.log"))
+        + corpus_logs()
+    )
+    for path in logs:
+        for f in analyze(Source.from_path(path)).findings:
+            text = " ".join([f.title, f.explanation, *f.fix])
+            assert "(unknown" not in text and "{" not in f.title, (path.name, f.id, text[:200])

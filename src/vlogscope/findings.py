@@ -147,7 +147,9 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
                 seen_texts.add(m.text)
                 evidence.append(Evidence(m.line, m.text, _process_label(m)))
         processes = tuple(dict.fromkeys(p for m in group if (p := _process_label(m))))
-        captures = {**first.captures, "line": str(first.line), "text": first.text[:300]}
+        # A named group that did not take part in the match reads as empty text.
+        optional = dict.fromkeys(sig.message.groupindex, "") if sig.message is not None else {}
+        captures = {**optional, **first.captures, "line": str(first.line), "text": first.text[:300]}
         captures.update(derive(captures, fact_values))
         findings.append(
             Finding(
