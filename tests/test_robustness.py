@@ -169,3 +169,11 @@ def test_debug_shows_the_traceback_that_a_user_error_hides() -> None:
     debug = run_cli("diagnose", "/no/such/file.log", "--debug")
     assert b"Traceback" not in plain.stderr
     assert b"Traceback" in debug.stderr and b"InputError" in debug.stderr
+
+
+def test_random_binary_is_not_a_vllm_log_and_not_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "noise.bin"
+    path.write_bytes(os.urandom(3 << 20))
+    result = _cli(path)
+    assert result.returncode == 2
+    assert "no vLLM log lines" in result.stderr.decode()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from vlogscope.assemble import Event
+from vlogscope.assemble import Event, EventKind
 from vlogscope.clock import Clock, rollovers
 from vlogscope.metrics import COLUMNS as METRIC_COLUMNS
 from vlogscope.metrics import read_stats
@@ -122,7 +122,9 @@ def timeline_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
     seen: dict[tuple[int, str], tuple[int, dt.datetime | None, str]] = {}
     for e in d.events:
         for phase in PHASES:
-            if phase.marker.search(e.message):
+            if (e.kind is EventKind.RECORD or not phase.records_only) and phase.marker.search(
+                e.message
+            ):
                 key, when = (run_of(e.line), phase.name), times(e)
                 # uvicorn lines carry no time: a later timed line of the phase dates it.
                 if key not in seen or (seen[key][1] is None and when is not None):

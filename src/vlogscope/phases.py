@@ -27,10 +27,16 @@ from vlogscope.assemble import ROUTINE_SERVING_TEXT, Event, EventKind
 class Phase:
     name: str
     marker: re.Pattern[str]
+    # Only vLLM's own records may mark it (a `█` in random bytes is not a banner).
+    records_only: bool = False
 
 
 PHASES = (
-    Phase("argument parsing", re.compile(r"non-default args:|^args: |vLLM API server version|█")),
+    Phase(
+        "argument parsing",
+        re.compile(r"non-default args:|^args: |vLLM API server version|█"),
+        records_only=True,
+    ),
     Phase("engine configuration", re.compile(r"LLM engine \(v|Resolved architecture:")),
     Phase(
         "distributed set-up",
@@ -111,8 +117,10 @@ class PhaseTracker:
         if self._shutdown_line is None and PHASES[SHUTDOWN_INDEX].marker.search(text):
             self._shutdown_line = event.line
             return
+        is_record = event.kind is EventKind.RECORD
         for index in range(SHUTDOWN_INDEX - 1, self._furthest, -1):
-            if PHASES[index].marker.search(text):
+            phase = PHASES[index]
+            if (is_record or not phase.records_only) and phase.marker.search(text):
                 self._furthest, self._line = index, event.line
                 return
 

@@ -174,6 +174,11 @@ def read_events(
     return assemble(records())
 
 
+def _is_binary_noise(text: str) -> bool:
+    """Bytes that were not text (decoded with replacement characters) carry no message."""
+    return text.count("\ufffd") * 8 > len(text) > 0
+
+
 def event_matches(
     event: Event, signatures: Iterable[Signature], guard: SignatureGuard | None = None
 ) -> list[Match]:
@@ -182,6 +187,8 @@ def event_matches(
         event.kind is EventKind.UVICORN and event.level == "INFO"
     ):
         return []  # access lines: thousands per hour, never a failure by themselves
+    if event.kind is EventKind.UNPARSED and _is_binary_noise(event.message):
+        return []
     guard = guard or SignatureGuard()
     return _best_matches(
         m for sig in signatures if _tried(sig, event) and (m := guard.matches(sig, event))
@@ -213,7 +220,7 @@ class RunBuilder:
         self.collector = FactCollector()
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
-        self._shapes: dict[tuple[str | None, str], tuple[Signature, ...]] = {}
+        self._shapes: dict[tuple[str, str], tuple[Signature, ...]] = {}
         self.unexplained: list[Event] = []
         self.first_event: Event | None = None
         self.last_event: Event | None = None
@@ -243,9 +250,13 @@ class RunBuilder:
         once a shape's outcome is known, only signatures that still want
         evidence (under their cap, or a new process) are run again.
         """
-        if len(event.texts) != 1 or event.exceptions or event.kind is not EventKind.RECORD:
+        if (
+            len(event.texts) != 1
+            or event.exceptions
+            or event.kind not in (EventKind.RECORD, EventKind.UNPARSED)
+        ):
             return event_matches(event, self.signatures, self.guard)
-        shape = (event.level, _DIGITS.sub("0", event.message))
+        shape = (event.level or str(event.kind), _DIGITS.sub("0", event.message))
         known = self._shapes.get(shape)
         if known is None:
             found = event_matches(event, self.signatures, self.guard)
