@@ -169,3 +169,19 @@ def test_catastrophic_user_pattern_times_out_once_and_is_disabled_by_name(tmp_pa
     assert any("other/slow" in w and "disabled" in w for w in report["warnings"])
     [line] = [ln for ln in result.stderr.decode().splitlines() if "other/slow" in ln]
     assert line.startswith("vlogscope: warning: signature other/slow")
+
+
+def test_signature_fixture_logs_must_fire_and_ignores_must_not(tmp_path: Path) -> None:
+    from vlogscope.catalog import run_tests
+
+    oom, healthy = (
+        fixture("v0.8.5-qwen-cuda-oom-profile.log"),
+        fixture("v0.16-llama31-8b-healthy-startup.log"),
+    )
+    text = USER_SIG.format(id="other/site-oom", title="t", regex="CUDA out of memory") + (
+        f'[signature.tests]\nfires = ["{oom}", "{healthy}"]\nignores = ["{healthy}", "/no/such.log"]\n'
+    )
+    _write(tmp_path / "fx", "fx.toml", text)
+    sigs = {k: v for k, v in load_signatures([tmp_path / "fx"]).items() if k == "other/site-oom"}
+    messages = sorted(p.message for p in run_tests(sigs, []))
+    assert messages == [f"did not fire on {healthy}", "fixture /no/such.log not found"]
