@@ -67,8 +67,11 @@ def role_and_rank(process: str | None) -> tuple[str | None, int | None, int | No
     return role, int(rank[1]) if rank else None, int(dp[1]) if dp else None
 
 
-class _Times:
-    """Event times for one input, in input order, with the year inferred once."""
+class EventTimes:
+    """Event times for one input, in input order, with the year inferred once.
+
+    Built once per Log and shared by the events, metrics and timeline frames.
+    """
 
     def __init__(self, events: Sequence[Event], last_year: int) -> None:
         clock = Clock(last_year - rollovers([e.time for e in events]))
@@ -83,9 +86,9 @@ def _run_of(d: Diagnosis) -> Any:
     return lambda line: d.runs[max(0, bisect.bisect_right(starts, line) - 1)].index
 
 
-def events_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
+def events_frame(d: Diagnosis, times: EventTimes) -> pd.DataFrame:
     """One row per event; `lines` sums to the input's physical line count."""
-    times, run_of = _Times(d.events, last_year), _run_of(d)
+    run_of = _run_of(d)
     rows = []
     for e in d.events:
         role, rank, dp = role_and_rank(e.process)
@@ -100,9 +103,9 @@ def events_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
     return frame
 
 
-def metrics_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
+def metrics_frame(d: Diagnosis, times: EventTimes) -> pd.DataFrame:
     """One row per stats line, indexed by time; columns from `metrics.COLUMNS`."""
-    times, run_of = _Times(d.events, last_year), _run_of(d)
+    run_of = _run_of(d)
     rows = []
     for e in d.events:
         stats = read_stats(e.message) if e.level in ("INFO", "DEBUG") else None
@@ -116,9 +119,9 @@ def metrics_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
 _TOOK = re.compile(r"took ([\d.]+) ?(?:s\b|sec|seconds)|in ([\d.]+) secs?")
 
 
-def timeline_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
+def timeline_frame(d: Diagnosis, times: EventTimes) -> pd.DataFrame:
     """Start-up phases of every run: first line, start, end (next phase), duration."""
-    times, run_of = _Times(d.events, last_year), _run_of(d)
+    run_of = _run_of(d)
     seen: dict[tuple[int, str], tuple[int, dt.datetime | None, str]] = {}
     for e in d.events:
         for phase in PHASES:

@@ -55,16 +55,20 @@ class Log:
         return self.diagnosis.verdict
 
     @cached_property
+    def _times(self) -> frames.EventTimes:
+        return frames.EventTimes(self.diagnosis.events, self.year)
+
+    @cached_property
     def events(self) -> pd.DataFrame:
-        return frames.events_frame(self.diagnosis, self.year)
+        return frames.events_frame(self.diagnosis, self._times)
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        return frames.metrics_frame(self.diagnosis, self.year)
+        return frames.metrics_frame(self.diagnosis, self._times)
 
     @cached_property
     def timeline(self) -> pd.DataFrame:
-        return frames.timeline_frame(self.diagnosis, self.year)
+        return frames.timeline_frame(self.diagnosis, self._times)
 
     @cached_property
     def facts(self) -> pd.DataFrame:
