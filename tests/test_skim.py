@@ -65,3 +65,18 @@ def test_skimmed_and_full_diagnoses_are_the_same(path) -> None:  # type: ignore[
 def test_skimmed_and_full_agree_on_generated_logs(failure: str) -> None:
     data = generated_log(20000, 3, failure)
     assert _key(data, True) == _key(data, False)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # vLLM's colour formatter: the reset code sits before each space.
+        b"\x1b[1;36m(APIServer pid=34086)\x1b[0;0m \x1b[32mINFO\x1b[0m \x1b[90m02-20 21:33:47"
+        b"\x1b[0m \x1b[90m[logger.py:43]\x1b[0m Received request chatcmpl-e38d: params: x\n",
+        b"(APIServer pid=34086) INFO 02-20 21:33:47 [logger.py:43] Received request chatcmpl-1\n",
+        b"INFO:     10.0.0.1:5512 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n",
+    ],
+)
+def test_coloured_and_plain_routine_lines_are_skimmed(line: bytes) -> None:
+    assert ROUTINE_LINE.fullmatch(line)
+    assert _routine_lines_agree([line]) == 1

@@ -56,7 +56,7 @@ _MATTERS = (
 # One routine line: a vLLM INFO/DEBUG record or a uvicorn INFO line, no \r inside.
 ROUTINE_LINE = re.compile(
     _PREFIX + _ANSI + rb"(?:(?:INFO|DEBUG)" + _ANSI + rb" " + _ANSI
-    + rb"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? " + _ANSI
+    + rb"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?" + _ANSI + rb" " + _ANSI
     + rb"\[?[\x21-\x39\x3b-\x5a\x5c\x5e-\x7e]+:[0-9]+\]" + _ANSI
     + rb" (?!" + _MATTERS + rb")[^\r\n]*|INFO: +(?!" + _MATTERS + rb")[^\r\n]*)\n"
 )  # fmt: skip
