@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from vlogscope.records import Record
@@ -50,6 +50,8 @@ _CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
 )
 _PROCESS_BANNER = re.compile(r"Process [\w\-]+:$")
+# The first name applied to arguments in a source line: `a = b.c(` -> `c`.
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.*))?')
 # `ray.exceptions.RayTaskError(TypeError): ...` wraps the real type in parentheses.
 _EXCEPTION = re.compile(
@@ -70,6 +72,9 @@ class Frame:
     file: str
     line: int
     function: str
+    # The function its source line calls (`capture_model` in `x = self.r.capture_model()`):
+    # when a paste stops right after a frame, this names the frame that is missing.
+    calls: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +171,8 @@ class _Builder:
             self.code_expected = not text[:1].isspace()
         elif self.state is _TracebackState.FRAMES and (text[:1].isspace() or self.code_expected):
             self.code_expected = False
+            if self.frames and not self.frames[-1].calls and (call := _CALL.search(text)):
+                self.frames[-1] = replace(self.frames[-1], calls=call[1])
         elif self.state is _TracebackState.FRAMES and stripped:
             m = _EXCEPTION.match(stripped)
             kind, message = (m["inner"] or m["type"], m["message"] or "") if m else (stripped, "")

@@ -280,6 +280,17 @@ def _candidates(event: Event) -> list[tuple[int, str]]:
     return list(zip(event.line_numbers, event.texts, strict=True))
 
 
+def _frame_hit(pattern: Any, attribute: str, frames: tuple[Frame, ...]) -> tuple[Frame | None, str]:
+    """The first frame whose function (or, for `frame`, the call in its source
+    line) or file matches, with the function name that matched."""
+    for f in frames:
+        if _search(pattern, getattr(f, attribute)):
+            return f, f.function
+        if attribute == "function" and f.calls and _search(pattern, f.calls):
+            return f, f.calls
+    return None, ""
+
+
 def match_event(sig: Signature, event: Event) -> Match | None:
     """Does `sig` describe `event`?  All given conditions must hold."""
     if sig.kinds and event.kind not in sig.kinds:
@@ -298,10 +309,10 @@ def match_event(sig: Signature, event: Event) -> Match | None:
     for pattern, attribute in ((sig.frame, "function"), (sig.path, "file")):
         if pattern is None:
             continue
-        hit = next((f for f in event.frames if _search(pattern, getattr(f, attribute))), None)
+        hit, function = _frame_hit(pattern, attribute, event.frames)
         if hit is None:
             return None
-        frame_captures = {"function": hit.function, "file": hit.file}
+        frame_captures = {"function": function, "file": hit.file}
     if sig.message is None:
         line = event.exceptions[-1].line if event.exceptions else event.line
         text = str(event.exceptions[-1]) if event.exceptions else event.message
