@@ -74,7 +74,7 @@ def test_skimmed_and_full_agree_on_generated_logs(failure: str) -> None:
         b"\x1b[1;36m(APIServer pid=34086)\x1b[0;0m \x1b[32mINFO\x1b[0m \x1b[90m02-20 21:33:47"
         b"\x1b[0m \x1b[90m[logger.py:43]\x1b[0m Received request chatcmpl-e38d: params: x\n",
         b"(APIServer pid=34086) INFO 02-20 21:33:47 [logger.py:43] Received request chatcmpl-1\n",
-        b"INFO:     10.0.0.1:5512 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n",
+        b'INFO:     10.0.0.1:5512 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n',
     ],
 )
 def test_coloured_and_plain_routine_lines_are_skimmed(line: bytes) -> None:

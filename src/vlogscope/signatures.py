@@ -51,7 +51,7 @@ from typing import Any
 
 import regex
 
-from vlogscope.assemble import Event, EventKind
+from vlogscope.assemble import Event, EventKind, Frame
 from vlogscope.taxonomy import CATEGORIES
 
 REGEX_TIMEOUT_S = 0.5
