@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 import vlogscope
-from support import fixture, run_cli
+from support import FIXTURES, fixture, run_cli
 from vlogscope.clock import Clock, rollovers, year_of
 
 HEALTHY = "v0.16-llama31-8b-healthy-startup.log"
@@ -153,3 +153,19 @@ def test_text_report_draws_sparklines_for_a_serving_run() -> None:
     text = result.stdout.decode()
     assert "generation tokens/s" in text
     assert any(ch in text for ch in "▁▂▃▄▅▆▇█")
+
+
+def test_column_times_agree_with_the_clock_line_by_line() -> None:
+    """`stamp_times` (whole columns, for read()) says what `Clock` says, rollovers included."""
+    from vlogscope.clock import stamp_times
+    from vlogscope.records import classify
+
+    stamps: list[str | None] = ["12-31 23:59:58", None, "01-01 00:00:03", "02-30 10:00:00",
+                                "01-02 00:00:00.5", "garbage", "12-30 10:00:00", "01-01 00:00:00"]  # fmt: skip
+    for path in sorted(FIXTURES.glob("*.log")):
+        stamps += [classify(t).time for t in path.read_text(errors="replace").splitlines()]
+    clock = Clock(2026 - rollovers(stamps))
+    expected = [clock.read(s) for s in stamps]
+    got = stamp_times(pd.Series(stamps, dtype="str"), 2026)
+    assert [None if pd.isna(t) else t.to_pydatetime() for t in got] == expected
+    assert sum(t is not None for t in expected) > 900

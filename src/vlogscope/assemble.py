@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from vlogscope.records import Record
 from vlogscope.skim import RoutineRun
@@ -104,6 +105,7 @@ class Event:
     frames: tuple[Frame, ...] = ()
     exceptions: tuple[RaisedException, ...] = ()  # chain order; the last one was raised
     samples: tuple[str, ...] = ()  # ROUTINE only: stats-line messages kept for metrics
+    columns: Any = None  # ROUTINE only, when asked: every line as Arrow columns (skim.py)
 
     @property
     def line(self) -> int:
@@ -246,7 +248,7 @@ def _starts_fragment(record: Record) -> bool:
 def _routine(run: RoutineRun) -> Event:
     text = ROUTINE_SERVING_TEXT if run.serving else ROUTINE_TEXT
     lines = range(run.first, run.first + run.count)
-    return Event(EventKind.ROUTINE, lines, (text,), samples=run.stats)
+    return Event(EventKind.ROUTINE, lines, (text,), samples=run.stats, columns=run.columns)
 
 
 ROUTINE_TEXT = "(routine INFO lines, counted but not parsed)"

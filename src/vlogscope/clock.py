@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def year_of(path: str | Path | None, explicit: int | None = None) -> int:
@@ -70,3 +74,34 @@ def rollovers(stamps: list[str | None]) -> int:
     for stamp in stamps:
         clock.read(stamp)
     return clock.year - 2000
+
+
+_STAMP = r"^(?P<month>\d{2})-(?P<day>\d{2}) (?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})"
+
+
+def stamp_times(stamps: pd.Series, last_year: int) -> pd.Series:
+    """`Clock` over a whole column at once: the same datetimes, in C loops.
+
+    A million-line log cannot afford a Python call per stamp.  Like `Clock`,
+    a month more than six below the last valid one is a New Year, and a stamp
+    that is not a date gives NaT.  `last_year` is the year of the last stamp.
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fields = ("month", "day", "hour", "minute", "second")
+    text = pa.array(stamps, from_pandas=True)  # Arrow-backed strings pass without a copy
+    found = pc.extract_regex(text, _STAMP)
+    parts = pd.DataFrame(
+        {
+            f: pc.struct_field(found, f).cast(pa.float64()).to_numpy(zero_copy_only=False)
+            for f in fields
+        },
+        index=stamps.index,
+    )
+    on_leap_year = pd.to_datetime(parts.assign(year=2000), errors="coerce")
+    last_valid_month = parts["month"].where(on_leap_year.notna()).ffill().shift(1).fillna(0)
+    new_year = (parts["month"] < last_valid_month - 6).astype("int64")
+    years = last_year - int(new_year.sum()) + new_year.cumsum()
+    return pd.to_datetime(parts.assign(year=years), errors="coerce")

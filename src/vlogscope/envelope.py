@@ -36,6 +36,8 @@ _ESCAPES = re.compile(
 )
 
 # One alternation per wrapper; each is anchored and cheap to reject.
+# The same escapes, for code that works on raw bytes (routine_columns.py).
+ESCAPES_BYTES = re.compile(_ESCAPES.pattern.encode("ascii"))
 _WRAPPERS = re.compile(
     # CI web pages copied with their gutter (`  | `), and cloud consoles' `- `.
     r"(?:\s*\| |- (?=[0-9]{4}-)"

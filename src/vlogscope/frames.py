@@ -17,18 +17,19 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pandas as pd
 
-from vlogscope.assemble import Event, EventKind
-from vlogscope.clock import Clock, rollovers
+from vlogscope.assemble import EventKind
+from vlogscope.clock import stamp_times
 from vlogscope.metrics import COLUMNS as METRIC_COLUMNS
-from vlogscope.metrics import read_stats
+from vlogscope.metrics import STATS_LINE, read_stats
 from vlogscope.phases import PHASES
 from vlogscope.pipeline import Diagnosis
 from vlogscope.report import finding_to_dict, to_jsonable
+from vlogscope.routine_columns import COLUMNS, batch_of
 
 EVENT_COLUMNS = (
     "line",
@@ -67,71 +68,149 @@ def role_and_rank(process: str | None) -> tuple[str | None, int | None, int | No
     return role, int(rank[1]) if rank else None, int(dp[1]) if dp else None
 
 
-class EventTimes:
-    """Event times for one input, in input order, with the year inferred once.
-
-    Built once per Log and shared by the events, metrics and timeline frames.
-    """
-
-    def __init__(self, events: Sequence[Event], last_year: int) -> None:
-        clock = Clock(last_year - rollovers([e.time for e in events]))
-        self.by_line: dict[int, dt.datetime | None] = {e.line: clock.read(e.time) for e in events}
-
-    def __call__(self, event: Event) -> dt.datetime | None:
-        return self.by_line.get(event.line)
-
-
 def _run_of(d: Diagnosis) -> Any:
     starts = [r.first_line for r in d.runs]
     return lambda line: d.runs[max(0, bisect.bisect_right(starts, line) - 1)].index
 
 
-def events_frame(d: Diagnosis, times: EventTimes) -> pd.DataFrame:
-    """One row per event; `lines` sums to the input's physical line count."""
-    run_of = _run_of(d)
-    rows = []
+def _run_numbers(d: Diagnosis, lines: Any) -> Any:
+    """The run each line belongs to (a run starts at its first line)."""
+    import numpy as np
+
+    starts = np.array([r.first_line for r in d.runs], dtype="int64")
+    indexes = np.array([r.index for r in d.runs], dtype="int64")
+    return indexes[np.maximum(np.searchsorted(starts, lines, side="right") - 1, 0)]
+
+
+def _event_table(d: Diagnosis) -> pd.DataFrame:
+    """Every event as one Arrow table in input order: routine lines straight from
+    their columns (routine_columns.py), other events from their objects."""
+    import numpy as np
+    import pyarrow as pa
+
+    batches: list[Any] = []
+    pending: list[Any] = []  # consecutive events without columns
+
+    def flush() -> None:
+        if pending:
+            rows = [(e.line, e.process, e.pid, e.level, e.time, e.file, str(e.kind), e.message)
+                    for e in pending]  # fmt: skip
+            batch = batch_of(dict(zip(COLUMNS, zip(*rows, strict=True), strict=True)))
+            lines = pa.array([e.lines for e in pending], pa.int64())
+            exceptions = pa.array([e.exception for e in pending], pa.large_string())
+            batches.append(
+                batch.append_column("lines", lines).append_column("exception", exceptions)
+            )
+            pending.clear()
+
     for e in d.events:
-        role, rank, dp = role_and_rank(e.process)
-        rows.append(
-            (e.line, e.lines, times(e), run_of(e.line), e.process, e.pid, role, rank, dp,
-             e.level, e.file, str(e.kind), e.message, e.exception)
-        )  # fmt: skip
-    frame = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
-    frame["time"] = pd.to_datetime(frame["time"])
-    for column in ("pid", "rank", "dp_rank"):
-        frame[column] = frame[column].astype("Int64")
+        if e.columns is None:
+            pending.append(e)
+            continue
+        flush()
+        n = e.columns.num_rows
+        batches.append(
+            e.columns.append_column("lines", pa.array(np.ones(n, dtype="int64"))).append_column(
+                "exception", pa.nulls(n, pa.large_string())
+            )
+        )
+    flush()
+    if not batches:
+        empty = batch_of({c: [] for c in COLUMNS})
+        batches.append(
+            empty.append_column("lines", pa.array([], pa.int64())).append_column(
+                "exception", pa.array([], pa.large_string())
+            )
+        )
+    frame: pd.DataFrame = pa.Table.from_batches(batches).to_pandas()
     return frame
 
 
-def metrics_frame(d: Diagnosis, times: EventTimes) -> pd.DataFrame:
+def events_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
+    """One row per event; `lines` sums to the input's physical line count.
+
+    Routine lines come as Arrow columns (routine_columns.py), the rest from
+    event objects; times are read for the whole column at once.
+    """
+    frame = _event_table(d)
+    frame["time"] = stamp_times(frame["time"], last_year)
+    frame["run"] = _run_numbers(d, frame["line"].to_numpy())
+    # Names are few, rows many: work out each distinct name once, then index.
+    codes, names = pd.factorize(frame["process"])
+    for i, column in enumerate(("role", "rank", "dp_rank")):
+        values = pd.array([role_and_rank(n)[i] for n in names] + [None])
+        frame[column] = values[codes]  # code -1 (no process) picks the trailing None
+    frame["role"] = frame["role"].astype("str")
+    for column in ("pid", "rank", "dp_rank"):
+        frame[column] = frame[column].astype("Int64")
+    return frame[list(EVENT_COLUMNS)]
+
+
+def times_by_line(events: pd.DataFrame) -> pd.Series:
+    """Each event's time, looked up by its first line (metrics, timeline)."""
+    return events.set_index("line")["time"]
+
+
+def metrics_frame(events: pd.DataFrame) -> pd.DataFrame:
     """One row per stats line, indexed by time; columns from `metrics.COLUMNS`."""
-    run_of = _run_of(d)
+    levelled = events[events["level"].isin(["INFO", "DEBUG"])]
+    candidates = levelled[levelled["message"].str.match(STATS_LINE)]
     rows = []
-    for e in d.events:
-        stats = read_stats(e.message) if e.level in ("INFO", "DEBUG") else None
+    for time, line, run, message in zip(
+        candidates["time"],
+        candidates["line"],
+        candidates["run"],
+        candidates["message"],
+        strict=True,
+    ):
+        stats = read_stats(message)
         if stats is not None:
-            rows.append({"time": times(e), "line": e.line, "run": run_of(e.line), **stats})
+            rows.append({"time": time, "line": line, "run": run, **stats})
     frame = pd.DataFrame(rows, columns=["time", "line", "run", *METRIC_COLUMNS])
     frame["time"] = pd.to_datetime(frame["time"])
     return frame.set_index("time")
 
 
+def _when(times: pd.Series, line: int) -> dt.datetime | None:
+    moment = times.get(line)
+    return None if moment is None or pd.isna(moment) else moment.to_pydatetime()
+
+
+def _column_rows(batch: Any) -> Iterator[tuple[int, bool, str]]:
+    lines, kinds, messages = (batch.column(c).to_pylist() for c in ("line", "kind", "message"))
+    for line, kind, message in zip(lines, kinds, messages, strict=True):
+        yield line, kind == "record", message
+
+
 _TOOK = re.compile(r"took ([\d.]+) ?(?:s\b|sec|seconds)|in ([\d.]+) secs?")
 
 
-def timeline_frame(d: Diagnosis, times: EventTimes) -> pd.DataFrame:
+def timeline_frame(d: Diagnosis, times: pd.Series) -> pd.DataFrame:
     """Start-up phases of every run: first line, start, end (next phase), duration."""
     run_of = _run_of(d)
     seen: dict[tuple[int, str], tuple[int, dt.datetime | None, str]] = {}
+
+    def dated(key: tuple[int, str]) -> bool:
+        return key in seen and seen[key][1] is not None
+
     for e in d.events:
-        for phase in PHASES:
-            if (e.kind is EventKind.RECORD or not phase.records_only) and phase.marker.search(
-                e.message
-            ):
-                key, when = (run_of(e.line), phase.name), times(e)
-                # uvicorn lines carry no time: a later timed line of the phase dates it.
-                if key not in seen or (seen[key][1] is None and when is not None):
-                    seen[key] = (e.line, when, e.message)
+        if e.columns is None:
+            lines: Iterable[tuple[int, bool, str]] = [
+                (e.line, e.kind is EventKind.RECORD, e.message)
+            ]
+        elif dated((run_of(e.line), "serving")):
+            continue  # routine lines mark no phase but "serving" (skim.py)
+        else:
+            lines = _column_rows(e.columns)
+        for line, is_record, message in lines:
+            for phase in PHASES:
+                if (is_record or not phase.records_only) and phase.marker.search(message):
+                    key, when = (run_of(line), phase.name), _when(times, line)
+                    # uvicorn lines carry no time: a later timed line of the phase dates it.
+                    if key not in seen or (seen[key][1] is None and when is not None):
+                        seen[key] = (line, when, message)
+                    break
+            if e.columns is not None and dated((run_of(line), "serving")):
                 break
     order = {p.name: i for i, p in enumerate(PHASES)}
     rows = sorted(

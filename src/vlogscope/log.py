@@ -55,16 +55,16 @@ class Log:
         return self.diagnosis.verdict
 
     @cached_property
-    def _times(self) -> frames.EventTimes:
-        return frames.EventTimes(self.diagnosis.events, self.year)
+    def _times(self) -> pd.Series:
+        return frames.times_by_line(self.events)
 
     @cached_property
     def events(self) -> pd.DataFrame:
-        return frames.events_frame(self.diagnosis, self._times)
+        return frames.events_frame(self.diagnosis, self.year)
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        return frames.metrics_frame(self.diagnosis, self._times)
+        return frames.metrics_frame(self.events)
 
     @cached_property
     def timeline(self) -> pd.DataFrame:
@@ -127,5 +127,5 @@ def read(
     modification year, or this year for lines given directly.
     """
     source, path = _source_of(path_or_lines)
-    diagnosis = analyze(source, load_signatures(patterns))
+    diagnosis = analyze(source, load_signatures(patterns), skim_routine=True, routine_columns=True)
     return Log(diagnosis, year_of(path, year))

@@ -9,7 +9,7 @@ else is computed while they stream past.
 
 Examples:
     >>> import io
-    >>> from vlogscope.source import Source
+    >>> from vlogscope.source import PhysicalLine, Source
     >>> data = b"INFO 05-14 09:10:07 api_server.py:1] vLLM API server version 0.5.0\\n"
     >>> d = analyze(Source.from_stream("<stdin>", io.BytesIO(data)))
     >>> d.lines, d.facts.value("vllm_version")
@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 
 from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import UnwrappedLine, unwrap
@@ -46,7 +47,7 @@ from vlogscope.signatures import (
     load_signatures,
 )
 from vlogscope.skim import RoutineRun, skim
-from vlogscope.source import Source
+from vlogscope.source import PhysicalLine, Source
 
 # Levels whose records every signature is tried on; INFO/DEBUG records only
 # meet signatures that ask for those levels, which keeps the hot path cheap.
@@ -152,16 +153,28 @@ def _best_matches(found: Iterable[Match]) -> list[Match]:
 
 
 def read_events(
-    source: Source, redactor: Redactor | None = None, skim_routine: bool = False
+    source: Source,
+    redactor: Redactor | None = None,
+    skim_routine: bool = False,
+    routine_columns: bool = False,
 ) -> Iterator[Event]:
     """The first four stages: physical lines to assembled events (redacted if asked).
 
     With `skim_routine`, runs of routine INFO lines become single ROUTINE events
-    (skim.py): what `diagnose` needs, at a fraction of the cost.
+    (skim.py): what `diagnose` needs, at a fraction of the cost.  With
+    `routine_columns` too, those events carry their lines as Arrow columns
+    (for DataFrames; routine lines are then not redacted, so not with a redactor).
     """
+    if routine_columns and redactor is not None:
+        raise ValueError("routine columns are not redacted: use one or the other")
 
     def records() -> Iterator[Record | RoutineRun]:
-        items = source.read(skim) if skim_routine else source.lines()
+        if skim_routine:
+            items: Iterable[PhysicalLine | RoutineRun] = source.read(
+                partial(skim, columns=routine_columns)
+            )
+        else:
+            items = source.lines()
         for item in items:
             if isinstance(item, RoutineRun):
                 yield item
@@ -326,20 +339,22 @@ def analyze(
     redactor: Redactor | None = None,
     skim_routine: bool = False,
     keep_events: bool = True,
+    routine_columns: bool = False,
 ) -> Diagnosis:
     """Run the whole pipeline over one source, reading it once.
 
     `skim_routine` counts routine INFO lines instead of parsing them: the
-    findings and facts are the same, the events are not all there (for
-    frames, leave it off).  Without `keep_events` (the command line), memory
-    does not grow with the log: `Diagnosis.events` is left empty.
+    findings and facts are the same, the events are not all there unless
+    `routine_columns` keeps those lines as Arrow columns (what `read` does).
+    Without `keep_events` (the command line), memory does not grow with the
+    log: `Diagnosis.events` is left empty.
     """
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     splitter, guard = RunSplitter(), SignatureGuard()
     runs: list[RunDiagnosis] = []
     current = RunBuilder(1, sigs, guard)
     events: list[Event] = []
-    for event in read_events(source, redactor, skim_routine):
+    for event in read_events(source, redactor, skim_routine, routine_columns):
         if splitter.starts_new_run(event) and current.first_event is not None:
             runs.append(current.finish())
             current = RunBuilder(len(runs) + 1, sigs, guard)

@@ -27,8 +27,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from vlogscope.routine_columns import routine_batch
 from vlogscope.source import MAX_LINE_BYTES, PhysicalLine, split_line
 
 BLOCK_BYTES = 4 * 1024 * 1024
@@ -49,7 +50,7 @@ _MATTERS = (
     rb"|Chunked|No available|Request \S+ failed|rank |Shutting|\[shutdown\]|Found nccl"
     rb"|world|Some attention|Valid backends|Multiplying|Forcing|Cannot use|Free memory"
     rb"|Auto-fit|Sequence group|Application|Uvicorn|Started|Waiting|Finished|Process|Engine core"
-    rb"|Worker proc|[ \xe2]|$"
+    rb"|Worker proc|[\t\x0b\x0c\x1c-\x20\xc2\xe1-\xe3]|\n|$"
     rb"|(?:Engine \d+: |\d+ Engines Aggregated: )?Avg prompt[^\n]*(?:Preemptions: [1-9]"
     rb"|KV cache usage: (?:9\d|100)))"
 )
@@ -64,7 +65,11 @@ RUN = re.compile(rb"(?:" + ROUTINE_LINE.pattern + rb")+")
 _STATS_MARK = b"Avg prompt throughput"
 _STATS_PREFIX = re.compile(rb"(?:Engine \d+: |\d+ Engines Aggregated: )$")
 # Routine lines that prove the server was up (phases.py: "serving").
-_SERVING = (b"Avg prompt throughput", b"Received request", b"Added request", b'" 200 ')
+# (phases.py's "serving" marker, as bytes).
+_SERVING = re.compile(
+    rb"Avg prompt throughput|Received request|Added request|Processed prompts"
+    rb'|" [0-9]{3}(?: [A-Za-z ]+)?\n'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,9 @@ class RoutineRun:
     count: int
     serving: bool = False  # holds stats, request or access lines: the server was serving
     stats: tuple[str, ...] = ()  # the stats lines' messages, for the metrics summary
+    # With skim(columns=True): the lines themselves as a pyarrow RecordBatch
+    # (routine_columns.py), for DataFrames that need every line.
+    columns: Any = None
 
 
 def _stats_messages(data: bytes, start: int, stop: int) -> Iterator[str]:
@@ -88,14 +96,32 @@ def _stats_messages(data: bytes, start: int, stop: int) -> Iterator[str]:
         at = data.find(_STATS_MARK, end, stop)
 
 
+def _first_serving_line(data: bytes, start: int, stop: int) -> int:
+    """Where the first line holding a serving marker starts in data[start:stop], or -1."""
+    hit = _SERVING.search(data, start, stop)
+    return data.rfind(b"\n", start, hit.start()) + 1 or start if hit else -1
+
+
+def _routine_run(
+    data: bytes, start: int, stop: int, first: int, serving: bool, columns: bool
+) -> RoutineRun:
+    count = data.count(b"\n", start, stop)
+    stats = tuple(_stats_messages(data, start, stop))
+    batch = routine_batch(data, start, stop, first) if columns else None
+    return RoutineRun(first, count, serving, stats, batch)
+
+
 def _lines_of(raw: bytes, number: int) -> Iterator[PhysicalLine]:
     for text in split_line(raw):
         number += 1
         yield PhysicalLine(number, text)
 
 
-def skim(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
-    """Physical lines that matter, and runs of routine lines in between."""
+def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | RoutineRun]:
+    """Physical lines that matter, and runs of routine lines in between.
+
+    With `columns`, each run also carries its lines as Arrow columns.
+    """
     number = 0
     carry = b""
     giant: bytes | None = None  # the kept head of a line longer than MAX_LINE_BYTES
@@ -127,16 +153,21 @@ def skim(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
             run = RUN.match(data, position)
             if run is not None:
                 stop = run.end()
-                count = data.count(b"\n", position, stop)
                 # Only the first serving run after something that mattered can start
-                # the "serving" phase (a launch's markers always come first).
-                serving = look_for_serving and any(
-                    data.find(n, position, stop) >= 0 for n in _SERVING
+                # the "serving" phase (a launch's markers always come first); the
+                # run is cut there so that the phase starts on the serving line.
+                begin = _first_serving_line(data, position, stop) if look_for_serving else -1
+                look_for_serving = look_for_serving and begin < 0
+                pieces = (
+                    [(position, begin, False), (begin, stop, True)]
+                    if begin >= 0
+                    else [(position, stop, False)]
                 )
-                look_for_serving = look_for_serving and not serving
-                stats = tuple(_stats_messages(data, position, stop))
-                yield RoutineRun(number + 1, count, serving, stats)
-                number += count
+                for start, finish, serving in pieces:
+                    if finish > start:
+                        item = _routine_run(data, start, finish, number + 1, serving, columns)
+                        yield item
+                        number += item.count
                 position = stop
                 continue
             line_end = data.find(b"\n", position) + 1 or end

@@ -1,0 +1,57 @@
+"""Routine lines as Arrow columns must say what the object path says of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from support import FIXTURES, corpus_logs, generated_log, needs_genlog
+from vlogscope.envelope import unwrap
+from vlogscope.records import classify
+from vlogscope.routine_columns import routine_batch
+from vlogscope.skim import ROUTINE_LINE
+from vlogscope.source import PhysicalLine, split_line
+
+LOGS = (
+    sorted(FIXTURES.glob("*.log")) + sorted((FIXTURES / "variants").glob("*.log")) + corpus_logs()
+)
+
+
+def _object_row(raw: bytes) -> tuple[object, ...]:
+    [text] = split_line(raw)
+    f = classify(unwrap(PhysicalLine(1, text)).text)
+    kind = {"vllm": "record"}.get(f.kind, f.kind)  # the event kind of a one-line record
+    return f.process, f.pid, f.level, f.time, f.file, kind, f.message
+
+
+def _columns_agree(raw_lines: list[bytes]) -> int:
+    routine = [raw for raw in raw_lines if raw.endswith(b"\n") and ROUTINE_LINE.fullmatch(raw)]
+    data = b"".join(routine)
+    batch = routine_batch(data, 0, len(data), first_line=1)
+    assert batch.num_rows == len(routine)
+    columns = [batch.column(c).to_pylist() for c in
+               ("process", "pid", "level", "time", "file", "kind", "message")]  # fmt: skip
+    for i, raw in enumerate(routine):
+        assert tuple(column[i] for column in columns) == _object_row(raw), raw
+    return len(routine)
+
+
+def test_columns_of_every_routine_fixture_and_corpus_line_match_the_object_path() -> None:
+    lines = [raw for path in LOGS for raw in path.read_bytes().splitlines(keepends=True)]
+    assert _columns_agree(lines) > 100
+
+
+@needs_genlog
+@pytest.mark.parametrize("failure", ["kv-fp8-mla", "oom", "none"])
+def test_columns_of_generated_routine_lines_match_the_object_path(failure: str) -> None:
+    data = generated_log(20000, 3, failure)
+    assert _columns_agree(data.splitlines(keepends=True)) > 10000
+
+
+def test_invalid_utf8_and_escapes_are_handled_like_the_object_path() -> None:
+    lines = [
+        b"(APIServer pid=1) INFO 01-02 03:04:05 [logger.py:1] prompt: 'caf\xe9 \xff'\n",
+        b"\x1b[1;36m(APIServer pid=1)\x1b[0;0m \x1b[32mINFO\x1b[0m \x1b[90m01-02 03:04:05"
+        b"\x1b[0m \x1b[90m[logger.py:1]\x1b[0m Received request \x1b[1mx\x1b[0m\n",
+        b"INFO 01-02 03:04:05.123 [loggers.py:2] Running: 0 reqs\n",
+    ]
+    assert _columns_agree(lines) == 3
