@@ -88,13 +88,15 @@ def main() -> int:
     print(f"ratio grep/diagnose        {g / d:8.3f}   (target >= 0.5)")
 
     code = (
-        "import sys,time,vlogscope;t=time.perf_counter();"
+        "import resource,sys,time,vlogscope;t=time.perf_counter();"
         "log=vlogscope.read(sys.argv[1]);n=int(log.events['lines'].sum());"
-        "print(n/(time.perf_counter()-t))"
+        "print(n/(time.perf_counter()-t),resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", code, str(small)], capture_output=True, text=True)
-    rate = float(out.stdout.strip() or 0)
+    rate, peak = (float(v) for v in (out.stdout.split() or ["0", "0"]))
     print(f"full parse to Log.events   {rate / 1e6:8.3f} M lines/s (target >= 1.5)")
+    times_file = peak / 1024 / size_mb
+    print(f"full parse peak RSS   {peak / 1024:8.0f} MiB = {times_file:.2f}x the file (<= 1.5x)")
 
     if args.rss_lines:
         large = generate(args.rss_lines, args.out)

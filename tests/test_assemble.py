@@ -133,3 +133,18 @@ def test_ray_task_error_is_unwrapped_to_the_inner_exception_type() -> None:
         "ray.exceptions.RayTaskError(TypeError): ray::run_inference() (pid=1, ip=10.0.0.1)",
     )
     assert event.exceptions[-1].type == "TypeError"
+
+
+def test_a_frame_remembers_the_call_on_its_source_line() -> None:
+    [event] = _events(
+        H + "Traceback (most recent call last):",
+        H + '  File "/v/gpu_worker.py", line 588, in compile_or_warm_up_model',
+        H + "    cuda_graph_memory_bytes = self.model_runner.capture_model()",
+        H + "                              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        H + '  File "/v/deepseek_v2.py", line 1080, in __init__',
+        H + "    self.mla_attn = MultiHeadLatentAttentionWrapper(",
+    )
+    assert [(f.function, f.calls) for f in event.frames] == [
+        ("compile_or_warm_up_model", "capture_model"),
+        ("__init__", "MultiHeadLatentAttentionWrapper"),
+    ]

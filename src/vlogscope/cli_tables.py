@@ -50,7 +50,7 @@ def _read_one(path: str, year: int | None, patterns: Sequence[Path]) -> Log:
 
 
 def _emit_frame(frame: pd.DataFrame, fmt: str, output: Path | None) -> None:
-    """Write a DataFrame in the chosen format; parquet needs the optional pyarrow extra."""
+    """Write a DataFrame in the chosen format (parquet through pyarrow)."""
     import pandas as pd
 
     if fmt == "parquet":
@@ -59,7 +59,7 @@ def _emit_frame(frame: pd.DataFrame, fmt: str, output: Path | None) -> None:
         try:
             frame.to_parquet(output)
         except ImportError:
-            fail("--format parquet needs pyarrow: pip install 'vlogscope[parquet]'")
+            fail("--format parquet needs pyarrow: pip install pyarrow")
         return
     if fmt == "csv":
         text = frame.to_csv(index=True)

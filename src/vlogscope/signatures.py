@@ -23,7 +23,7 @@ A file holds any number of `[[signature]]` tables:
     [signature.match]
     message = '(?P<backend>\\w+) V1 with FP8 KV cache not yet supported'
     exception = "NotImplementedError"      # optional, regex on the exception type
-    frame = "get_attn_backend"             # optional, regex on a frame's function
+    frame = "get_attn_backend"             # optional, regex on a frame's function (or its call)
     path = 'vllm/attention/'               # optional, regex on a frame's file path
     levels = ["ERROR"]                     # optional
     kinds = ["record", "traceback"]        # optional
