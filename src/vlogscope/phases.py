@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from vlogscope.assemble import ROUTINE_SERVING_TEXT, Event, EventKind
+from vlogscope.skim import SERVING_MARKERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +87,7 @@ PHASES = (
     ),
     Phase(
         "serving",
-        re.compile(
-            r"Avg prompt throughput|Received request|Added request|Processed prompts"
-            r"|\" [0-9]{3}(?: [A-Za-z ]+)?$|^" + re.escape(ROUTINE_SERVING_TEXT)
-        ),
+        re.compile(SERVING_MARKERS + r"$|^" + re.escape(ROUTINE_SERVING_TEXT)),
     ),
     Phase("shutdown", re.compile(r"Shutting down|shutdown complete|\[shutdown\]")),
 )

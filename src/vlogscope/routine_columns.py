@@ -27,17 +27,16 @@ import re
 from typing import Any
 
 from vlogscope.envelope import ESCAPES_BYTES
+from vlogscope.skim import PROCESS, PROCESS_NAME, SOURCE_FILE, STAMP
 
 # The same line shapes as skim.ROUTINE_LINE (escapes already removed), with the
 # innermost process prefix, the header fields and the message captured.
-_PREFIX = rb"\([A-Za-z_][A-Za-z0-9_.= -]{0,60} ?pid=[0-9]+(?:, ip=[A-Za-z0-9.:_-]+)?\) ?"
 _CAPTURE = re.compile(
-    rb"(?:" + _PREFIX + rb")*?"
-    rb"(?:\((?P<name>[A-Za-z_][A-Za-z0-9_.= -]{0,60}?) ?pid=(?P<pid>[0-9]+)"
+    rb"(?:" + PROCESS + rb" ?)*?"
+    rb"(?:\((?P<name>" + PROCESS_NAME + rb"?) ?pid=(?P<pid>[0-9]+)"
     rb"(?:, ip=[A-Za-z0-9.:_-]+)?\) ?)?"
-    rb"(?:(?P<level>INFO|DEBUG) "
-    rb"(?P<time>[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
-    rb"\[?(?P<file>[\x21-\x39\x3b-\x5a\x5c\x5e-\x7e]+):[0-9]+\] ?(?P<message>[^\r\n]*)"
+    rb"(?:(?P<level>INFO|DEBUG) (?P<time>" + STAMP + rb") "
+    rb"\[?(?P<file>" + SOURCE_FILE + rb"):[0-9]+\] ?(?P<message>[^\r\n]*)"
     rb"|(?P<uvicorn>INFO): +(?P<uvicorn_message>[^\r\n]*))\n"
 )
 

@@ -29,16 +29,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from vlogscope.routine_columns import routine_batch
 from vlogscope.source import MAX_LINE_BYTES, PhysicalLine, split_line
 
 BLOCK_BYTES = 4 * 1024 * 1024
 
 _ANSI = rb"(?:\x1b\[[0-9;]*m)*"
-_PREFIX = (
-    rb"(?:" + _ANSI + rb"\([A-Za-z_][A-Za-z0-9_.= -]{0,60} ?pid=[0-9]+(?:, ip=[A-Za-z0-9.:_-]+)?\)"
-    + _ANSI + rb" ?)*"
-)  # fmt: skip
+# Pieces of a routine line, shared with routine_columns.py's capturing twin.
+PROCESS_NAME = rb"[A-Za-z_][A-Za-z0-9_.= -]{0,60}"
+PROCESS = rb"\(" + PROCESS_NAME + rb" ?pid=[0-9]+(?:, ip=[A-Za-z0-9.:_-]+)?\)"
+STAMP = rb"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+SOURCE_FILE = rb"[\x21-\x39\x3b-\x5a\x5c\x5e-\x7e]+"  # printables minus : [ ]
+_PREFIX = rb"(?:" + _ANSI + PROCESS + _ANSI + rb" ?)*"
 # Messages that matter although INFO/DEBUG: start-up milestones and facts (phases.py,
 # facts.py) and what INFO-level signatures look for (patterns/).  They are told
 # apart at the start of the message, so the check costs nothing per routine line.
@@ -57,19 +58,19 @@ _MATTERS = (
 # One routine line: a vLLM INFO/DEBUG record or a uvicorn INFO line, no \r inside.
 ROUTINE_LINE = re.compile(
     _PREFIX + _ANSI + rb"(?:(?:INFO|DEBUG)" + _ANSI + rb" " + _ANSI
-    + rb"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?" + _ANSI + rb" " + _ANSI
-    + rb"\[?[\x21-\x39\x3b-\x5a\x5c\x5e-\x7e]+:[0-9]+\]" + _ANSI
+    + STAMP + _ANSI + rb" " + _ANSI + rb"\[?" + SOURCE_FILE + rb":[0-9]+\]" + _ANSI
     + rb" (?!" + _MATTERS + rb")[^\r\n]*|INFO: +(?!" + _MATTERS + rb")[^\r\n]*)\n"
 )  # fmt: skip
 RUN = re.compile(rb"(?:" + ROUTINE_LINE.pattern + rb")+")
 _STATS_MARK = b"Avg prompt throughput"
 _STATS_PREFIX = re.compile(rb"(?:Engine \d+: |\d+ Engines Aggregated: )$")
-# Routine lines that prove the server was up (phases.py: "serving").
-# (phases.py's "serving" marker, as bytes).
-_SERVING = re.compile(
-    rb"Avg prompt throughput|Received request|Added request|Processed prompts"
-    rb'|" [0-9]{3}(?: [A-Za-z ]+)?\n'
+# Routine lines that prove the server was up; phases.py's "serving" marker
+# is made of the same words (the status alternative is anchored at line end).
+SERVING_MARKERS = (
+    r"Avg prompt throughput|Received request|Added request|Processed prompts"
+    r'|" [0-9]{3}(?: [A-Za-z ]+)?'
 )
+_SERVING = re.compile((SERVING_MARKERS + r"\n").encode())
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,13 @@ def _routine_run(
 ) -> RoutineRun:
     count = data.count(b"\n", start, stop)
     stats = tuple(_stats_messages(data, start, stop))
-    batch = routine_batch(data, start, stop, first) if columns else None
+    if columns:
+        # Imported here: routine_columns builds on this module's line shapes.
+        from vlogscope.routine_columns import routine_batch
+
+        batch = routine_batch(data, start, stop, first)
+    else:
+        batch = None
     return RoutineRun(first, count, serving, stats, batch)
 
 
