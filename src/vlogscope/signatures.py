@@ -52,6 +52,7 @@ from typing import Any
 import regex
 
 from vlogscope.assemble import Event, EventKind, Frame
+from vlogscope.needles import Needles, may_match, required_literals
 from vlogscope.taxonomy import CATEGORIES
 
 REGEX_TIMEOUT_S = 0.5
@@ -100,6 +101,9 @@ class Signature:
     kinds: frozenset[EventKind]
     tests: SignatureTests
     origin: Path
+    # Literals every `message` match contains (needles.py), or None: a line
+    # holding none of them is not searched.
+    needles: Needles | None = None
 
 
 def is_fallback(sig: Signature) -> bool:
@@ -208,6 +212,7 @@ def _parse(table: Mapping[str, Any], source: Path) -> Signature:
             _strings(tests.get("ignores"), source, sig_id, "tests.ignores"),
         ),
         origin=source,
+        needles=required_literals(match["message"]) if "message" in match else None,
     )
 
 
@@ -318,6 +323,8 @@ def match_event(sig: Signature, event: Event) -> Match | None:
         text = str(event.exceptions[-1]) if event.exceptions else event.message
         return Match(sig, event, line, text, {**frame_captures, **exception_captures})
     for line, text in _candidates(event):
+        if not may_match(sig.needles, text):
+            continue
         m = _search(sig.message, text)
         if m is not None:
             captures = {k: v for k, v in m.groupdict().items() if v is not None}
