@@ -8,7 +8,7 @@ from support import FIXTURES, corpus_logs, generated_log, needs_genlog
 from vlogscope.envelope import unwrap
 from vlogscope.records import classify
 from vlogscope.routine_columns import routine_batch
-from vlogscope.skim import ROUTINE_LINE
+from vlogscope.skim import is_routine
 from vlogscope.source import PhysicalLine, split_line
 
 LOGS = (
@@ -24,7 +24,7 @@ def _object_row(raw: bytes) -> tuple[object, ...]:
 
 
 def _columns_agree(raw_lines: list[bytes]) -> int:
-    routine = [raw for raw in raw_lines if raw.endswith(b"\n") and ROUTINE_LINE.fullmatch(raw)]
+    routine = [raw for raw in raw_lines if raw.endswith(b"\n") and is_routine(raw)]
     data = b"".join(routine)
     batch = routine_batch(data, 0, len(data), first_line=1)
     assert batch.num_rows == len(routine)

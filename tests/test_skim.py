@@ -8,7 +8,7 @@ from support import FIXTURES, corpus_logs, generated_log, needs_genlog
 from vlogscope.envelope import strip_escapes
 from vlogscope.grammar import parse_line
 from vlogscope.pipeline import analyze
-from vlogscope.skim import ROUTINE_LINE
+from vlogscope.skim import is_routine
 from vlogscope.source import Source
 
 LOGS = (
@@ -19,7 +19,7 @@ LOGS = (
 def _routine_lines_agree(raw_lines: list[bytes]) -> int:
     checked = 0
     for raw in raw_lines:
-        if ROUTINE_LINE.fullmatch(raw if raw.endswith(b"\n") else raw + b"\n"):
+        if is_routine(raw if raw.endswith(b"\n") else raw + b"\n"):
             fields = parse_line(strip_escapes(raw.rstrip(b"\r\n").decode("utf-8", "replace")))
             allowed = {("vllm", "INFO"), ("vllm", "DEBUG"), ("uvicorn", "INFO")}
             assert (fields.kind, fields.level) in allowed, raw
@@ -78,5 +78,51 @@ def test_skimmed_and_full_agree_on_generated_logs(failure: str) -> None:
     ],
 )
 def test_coloured_and_plain_routine_lines_are_skimmed(line: bytes) -> None:
-    assert ROUTINE_LINE.fullmatch(line)
+    assert is_routine(line)
     assert _routine_lines_agree([line]) == 1
+
+
+def test_a_routine_looking_line_with_a_carriage_return_is_not_counted_in_bulk() -> None:
+    """A `\\r` may make several physical lines of one; the run stops before it."""
+    import io
+
+    from vlogscope.skim import RoutineRun, skim
+
+    ok = b"(APIServer pid=1) INFO 02-20 21:33:47 [logger.py:43] Received request r1\n"
+    redraw = b"(APIServer pid=1) INFO 02-20 21:33:48 [loader.py:9] Reading 10%\rdone\n"
+    items = list(skim(io.BytesIO(ok * 3 + redraw + ok * 2)))
+    shapes = [
+        ("run", i.first, i.count) if isinstance(i, RoutineRun) else ("line", i.number, i.text)
+        for i in items
+    ]
+    assert shapes[0] == ("run", 1, 3)
+    assert [s for s in shapes if s[0] == "line"] == [
+        ("line", 4, "(APIServer pid=1) INFO 02-20 21:33:48 [loader.py:9] Reading 10%"),
+        ("line", 5, "done"),
+    ]
+    assert shapes[-1] == ("run", 6, 2)
+    assert not is_routine(redraw) and is_routine(ok)
+
+
+@pytest.mark.parametrize(
+    ("stats", "routine"),
+    [
+        (b"Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 41.0%, Preemptions: 0", True),
+        (b"Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 41.0%, Preemptions: 12", False),
+        (b"Running: 3 reqs, Waiting: 9 reqs, GPU KV cache usage: 97.5%, Prefix cache hit", False),
+        (b"Running: 3 reqs, Waiting: 9 reqs, GPU KV cache usage: 100.0%", False),
+    ],
+)
+def test_stats_lines_under_pressure_are_not_counted_in_bulk(stats: bytes, routine: bool) -> None:
+    """Preemptions and a nearly full KV cache are evidence; other stats lines are routine."""
+    import io
+
+    from vlogscope.skim import RoutineRun, skim
+
+    head = b"(APIServer pid=1) INFO 02-20 21:33:4"
+    line = head + b"7 [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, " + stats
+    ok = head + b"6 [logger.py:43] Received request r1\n"
+    assert is_routine(line + b"\n") is routine
+    items = list(skim(io.BytesIO(ok + line + b"\n" + ok)))
+    counted = sum(i.count for i in items if isinstance(i, RoutineRun))
+    assert counted == (3 if routine else 2)

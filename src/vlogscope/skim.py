@@ -51,15 +51,21 @@ _MATTERS = (
     rb"|Chunked|No available|Request \S+ failed|rank |Shutting|\[shutdown\]|Found nccl"
     rb"|world|Some attention|Valid backends|Multiplying|Forcing|Cannot use|Free memory"
     rb"|Auto-fit|Sequence group|Application|Uvicorn|Started|Waiting|Finished|Process|Engine core"
-    rb"|Worker proc|[\t\x0b\x0c\x1c-\x20\xc2\xe1-\xe3]|\n|$"
-    rb"|(?:Engine \d+: |\d+ Engines Aggregated: )?Avg prompt[^\n]*(?:Preemptions: [1-9]"
-    rb"|KV cache usage: (?:9\d|100)))"
+    rb"|Worker proc|[\t\x0b\x0c\x1c-\x20\xc2\xe1-\xe3]|\n|$)"
 )
-# One routine line: a vLLM INFO/DEBUG record or a uvicorn INFO line, no \r inside.
+# Stats lines that matter (preemptions, a nearly full KV cache) are found by a
+# search after the match: the literal start makes it skip to stats lines at C speed.
+_HOT_STATS = re.compile(
+    rb"Avg prompt throughput[^\n]*(?:Preemptions: [1-9]|KV cache usage: (?:9\d|100))"
+)
+# One routine line: a vLLM INFO/DEBUG record or a uvicorn INFO line.  The rest of
+# the line is `[^\n]*`, which re runs at memchr speed (a set such as `[^\r\n]*` is
+# four times slower); a `\r` (a progress bar's redraws: several physical lines) is
+# looked for afterwards with bytes.find, see `is_routine` and `_routine_end`.
 ROUTINE_LINE = re.compile(
     _PREFIX + _ANSI + rb"(?:(?:INFO|DEBUG)" + _ANSI + rb" " + _ANSI
     + STAMP + _ANSI + rb" " + _ANSI + rb"\[?" + SOURCE_FILE + rb":[0-9]+\]" + _ANSI
-    + rb" (?!" + _MATTERS + rb")[^\r\n]*|INFO: +(?!" + _MATTERS + rb")[^\r\n]*)\n"
+    + rb" (?!" + _MATTERS + rb")[^\n]*|INFO: +(?!" + _MATTERS + rb")[^\n]*)\n"
 )  # fmt: skip
 RUN = re.compile(rb"(?:" + ROUTINE_LINE.pattern + rb")+")
 _STATS_MARK = b"Avg prompt throughput"
@@ -84,6 +90,21 @@ class RoutineRun:
     # With skim(columns=True): the lines themselves as a pyarrow RecordBatch
     # (routine_columns.py), for DataFrames that need every line.
     columns: Any = None
+
+
+def is_routine(raw: bytes) -> bool:
+    """Is this `\n`-terminated line routine: counted in bulk, never parsed?"""
+    return ROUTINE_LINE.fullmatch(raw) is not None and _routine_end(raw, 0, len(raw)) > 0
+
+
+def _routine_end(data: bytes, start: int, stop: int) -> int:
+    """Where the routine lines RUN matched in data[start:stop] really end: before
+    the first line holding a `\r` (split_line may cut it into several lines) or
+    a stats line that matters."""
+    cr = data.find(b"\r", start, stop)
+    stop = stop if cr < 0 else data.rfind(b"\n", start, cr) + 1 or start
+    hot = _HOT_STATS.search(data, start, stop)
+    return stop if hot is None else data.rfind(b"\n", start, hot.start()) + 1 or start
 
 
 def _stats_messages(data: bytes, start: int, stop: int) -> Iterator[str]:
@@ -158,8 +179,8 @@ def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | Rou
         position, end = 0, len(data)
         while position < end:
             run = RUN.match(data, position)
-            if run is not None:
-                stop = run.end()
+            stop = _routine_end(data, position, run.end()) if run is not None else position
+            if stop > position:
                 # Only the first serving run after something that mattered can start
                 # the "serving" phase (a launch's markers always come first); the
                 # run is cut there so that the phase starts on the serving line.
