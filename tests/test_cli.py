@@ -87,7 +87,10 @@ def test_unreadable_file_is_exit_2() -> None:
     command = vlogscope_command()
     if os.geteuid() == 0:  # root reads anything: run as nobody, as a real user would be
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
-    result = subprocess.run([*command, "diagnose", str(path)], capture_output=True, check=False)
+    try:
+        result = subprocess.run([*command, "diagnose", str(path)], capture_output=True, check=False)
+    finally:
+        shutil.rmtree(folder)
     if os.geteuid() == 0 and b"ModuleNotFoundError" in result.stderr:
         pytest.skip("the venv is not readable by the unprivileged user")
     assert result.returncode == 2
