@@ -133,3 +133,25 @@ def test_no_path_on_a_terminal_is_a_usage_error_not_a_hang(tmp_path: Path) -> No
     )
     text = out.read_bytes().decode(errors="replace")
     assert "give a PATH" in text and "exit=2" in text
+
+
+def test_text_report_counts_every_stats_line_and_says_when_it_sampled(tmp_path: Path) -> None:
+    """A week of serving has more stats lines than a sparkline needs: the count stays true."""
+    healthy = fixture("v0.16-llama31-8b-healthy-startup.log").read_bytes()
+    before = healthy.count(b"Avg prompt throughput")
+    stats = b"".join(
+        b"(APIServer pid=1) INFO 03-04 10:%02d:%02d [loggers.py:259] Engine 000: Avg prompt "
+        b"throughput: 1.0 tokens/s, Avg generation throughput: %d.0 tokens/s, Running: 1 reqs, "
+        b"Waiting: 0 reqs, GPU KV cache usage: 5.0%%, Prefix cache hit rate: 0.0%%\n"
+        % (i // 60 % 60, i % 60, i)
+        for i in range(1500)
+    )
+    path = tmp_path / "vllm.log"
+    path.write_bytes(healthy + stats)
+    result = run_cli("diagnose", str(path), "--format", "text")
+    out = result.stdout.decode()
+    assert result.returncode == 0, out
+    assert f"Serving ({before + 1500:,} stats lines, " in out
+    sampled = int(out.split(f"{before + 1500:,} stats lines, ")[1].split(" sampled")[0])
+    assert 60 <= sampled <= 512
+    assert "max 149" in out  # the peak of the sample: the last lines are kept

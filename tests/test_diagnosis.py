@@ -242,7 +242,7 @@ def test_a_warning_repeated_many_times_keeps_memory_flat() -> None:
     assert len(builder.matches) <= MAX_MATCHES_PER_SIGNATURE + 1
     assert len(builder.stats) < MAX_STATS_SAMPLES
     run = builder.finish()
-    assert run.lines == 12000
+    assert run.lines == 12000 and run.stats_lines == 6000
     assert [f.category for f in run.findings] == ["preemption-kv-pressure"]
     assert run.stats[-1].startswith("Avg prompt throughput") and run.stats[0] != run.stats[-1]
 

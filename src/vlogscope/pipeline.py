@@ -73,6 +73,7 @@ class RunDiagnosis:
     findings: tuple[Finding, ...]
     residue: tuple[Event, ...]
     stats: tuple[str, ...] = ()  # a sample of the run's stats-line messages, in order
+    stats_lines: int = 0  # how many stats lines the run printed (the sample is smaller)
 
     @property
     def root_cause(self) -> Finding | None:
@@ -212,8 +213,9 @@ def event_matches(
 # most a handful, so a warning repeated a million times costs a few objects.
 MAX_MATCHES_PER_SIGNATURE = 32
 _DIGITS = re.compile(r"[0-9]+")
-# Stats lines kept per run for the text report's sparklines (decimated beyond).
-MAX_STATS_SAMPLES = 2048
+# Stats lines kept per run for the text report's sparklines (decimated beyond): a
+# sparkline is 60 bars, and a file of many launches keeps this many per launch.
+MAX_STATS_SAMPLES = 512
 
 
 class RunBuilder:
@@ -330,6 +332,7 @@ class RunBuilder:
             findings=tuple(rank(findings)),
             residue=tuple(self.unexplained),
             stats=tuple(self.stats),
+            stats_lines=self._stats_seen,
         )
 
 

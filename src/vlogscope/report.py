@@ -289,7 +289,9 @@ def _print_sparklines(d: Diagnosis, console: Console) -> None:
     stats = [s for m in d.latest.stats if (s := read_stats(m)) is not None and "running" in s]
     if len(stats) < 2:
         return
-    console.print(_plain(f"Serving ({len(stats)} stats lines)", "bold"))
+    total = d.latest.stats_lines
+    sampled = f", {len(stats):,} sampled" if total > len(d.latest.stats) else ""
+    console.print(_plain(f"Serving ({total:,} stats lines{sampled})", "bold"))
     for column, label in _SPARK_SERIES:
         series = [s.get(column, float("nan")) for s in stats]
         line = sparkline(series)
