@@ -66,7 +66,7 @@ def _with_progress(source: Source, progress: Progress) -> Source:
 
 
 def _diagnose_all(
-    paths: Sequence[str], patterns: Sequence[Path], redact: bool, full_parse: bool
+    paths: Sequence[str], patterns: Sequence[Path], redact: bool, full_parse: bool, jobs: int
 ) -> list[Diagnosis]:
     signatures = load_signatures(patterns)
     redactor = Redactor() if redact else None  # one for all inputs: placeholders agree
@@ -74,9 +74,13 @@ def _diagnose_all(
     skim_routine = not full_parse
 
     def run(source: Source) -> Diagnosis:
-        return analyze(source, signatures, redactor, skim_routine=skim_routine, keep_events=False)
+        return analyze(
+            source, signatures, redactor, skim_routine=skim_routine, keep_events=False, jobs=jobs
+        )
 
-    if not sys.stderr.isatty():  # progress is for people; pipes and CI get nothing on stderr
+    # Progress is for people (pipes and CI get nothing on stderr), and only when
+    # this process reads the file itself.
+    if not sys.stderr.isatty() or jobs > 1:
         return [run(s) for s in sources]
     columns = (*Progress.get_default_columns(), TransferSpeedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
@@ -124,6 +128,14 @@ def cli() -> None:
     is_flag=True,
     help="Parse every line (slower); by default routine INFO lines are only counted.",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Skim each big plain file with N processes (not compressed input, stdin or --full-parse).",
+)
 @click.option("--debug", is_flag=True, help="Show Python tracebacks of internal errors.")
 def diagnose(
     paths: tuple[str, ...],
@@ -132,6 +144,7 @@ def diagnose(
     pattern_dirs: tuple[Path, ...],
     redact: bool,
     full_parse: bool,
+    jobs: int,
     debug: bool,
 ) -> None:
     """Diagnose vLLM logs: files, directories, compressed logs, or - for stdin.
@@ -145,7 +158,7 @@ def diagnose(
     if not paths and sys.stdin.isatty():
         raise click.UsageError("give a PATH, or pipe a log in: cat vllm.log | vlogscope diagnose -")
     try:
-        diagnoses = _diagnose_all(paths, pattern_dirs, redact, full_parse)
+        diagnoses = _diagnose_all(paths, pattern_dirs, redact, full_parse, jobs)
     except (InputError, SignatureError) as exc:
         if debug:
             raise

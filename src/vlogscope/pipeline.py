@@ -18,11 +18,12 @@ Examples:
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import partial
+from typing import BinaryIO
 
 from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import UnwrappedLine, unwrap
@@ -47,6 +48,7 @@ from vlogscope.signatures import (
     load_signatures,
 )
 from vlogscope.skim import RoutineRun, skim
+from vlogscope.skim_parallel import skim_file
 from vlogscope.source import PhysicalLine, Source
 
 # Levels whose records every signature is tried on; INFO/DEBUG records only
@@ -158,6 +160,7 @@ def read_events(
     redactor: Redactor | None = None,
     skim_routine: bool = False,
     routine_columns: bool = False,
+    jobs: int = 1,
 ) -> Iterator[Event]:
     """The first four stages: physical lines to assembled events (redacted if asked).
 
@@ -165,15 +168,21 @@ def read_events(
     (skim.py): what `diagnose` needs, at a fraction of the cost.  With
     `routine_columns` too, those events carry their lines as Arrow columns
     (for DataFrames; routine lines are then not redacted, so not with a redactor).
+    With `jobs` > 1, a plain file is skimmed by that many processes
+    (skim_parallel.py); compressed input and pipes are read by this one.
     """
     if routine_columns and redactor is not None:
         raise ValueError("routine columns are not redacted: use one or the other")
 
+    def skimmer(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
+        plain = isinstance(stream, io.BufferedReader)  # not wrapped in a decompressor
+        if jobs > 1 and plain and source.path is not None and not routine_columns:
+            return skim_file(source.path, jobs)
+        return skim(stream, columns=routine_columns)
+
     def records() -> Iterator[Record | RoutineRun]:
         if skim_routine:
-            items: Iterable[PhysicalLine | RoutineRun] = source.read(
-                partial(skim, columns=routine_columns)
-            )
+            items: Iterable[PhysicalLine | RoutineRun] = source.read(skimmer)
         else:
             items = source.lines()
         for item in items:
@@ -343,6 +352,7 @@ def analyze(
     skim_routine: bool = False,
     keep_events: bool = True,
     routine_columns: bool = False,
+    jobs: int = 1,
 ) -> Diagnosis:
     """Run the whole pipeline over one source, reading it once.
 
@@ -350,14 +360,15 @@ def analyze(
     findings and facts are the same, the events are not all there unless
     `routine_columns` keeps those lines as Arrow columns (what `read` does).
     Without `keep_events` (the command line), memory does not grow with the
-    log: `Diagnosis.events` is left empty.
+    log: `Diagnosis.events` is left empty.  `jobs` > 1 skims a big plain file
+    with that many processes (see `read_events`).
     """
     sigs = list((signatures if signatures is not None else load_signatures()).values())
     splitter, guard = RunSplitter(), SignatureGuard()
     runs: list[RunDiagnosis] = []
     current = RunBuilder(1, sigs, guard)
     events: list[Event] = []
-    for event in read_events(source, redactor, skim_routine, routine_columns):
+    for event in read_events(source, redactor, skim_routine, routine_columns, jobs):
         if splitter.starts_new_run(event) and current.first_event is not None:
             runs.append(current.finish())
             current = RunBuilder(len(runs) + 1, sigs, guard)

@@ -135,10 +135,11 @@ class Source:
 
     name: str
     _open: Callable[[], BinaryIO]
+    path: Path | None = None  # a file on disk, which `diagnose --jobs` may split
 
     @classmethod
     def from_path(cls, path: Path) -> Source:
-        return cls(str(path), lambda: path.open("rb"))
+        return cls(str(path), lambda: path.open("rb"), path)
 
     @classmethod
     def from_stream(cls, name: str, stream: BinaryIO) -> Source:
