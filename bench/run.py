@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Benchmark vlogscope against grep on the same generated logs, in the same run.
 
-Usage: python bench/run.py [--lines 1000000] [--repeat 3] [--rss-lines 3000000] [--out DIR]
+Usage: python bench/run.py [--lines 1000000] [--repeat 3] [--rss-lines 3000000] [--jobs 2]
+                          [--out DIR]
 
 Generates logs with ../shared/bench/genlog.py (--failure kv-fp8-mla), then times
 whole processes, paired and interleaved so that machine noise hits both:
   grep -c -E 'ValueError|kv_cache_dtype|attention backend|No valid' FILE
-  vlogscope diagnose FILE --format json
+  vlogscope diagnose FILE --format json            (and with --jobs N)
 and reports the median ratio grep/vlogscope (1.0 = as fast as grep), the
 full-parse speed of `vlogscope.read(FILE).events` in lines/s, and the peak RSS of
 diagnose on the small and the large file (flat memory means a ratio near 1).
@@ -67,6 +68,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rss-lines", type=int, default=3_000_000)
+    parser.add_argument("--jobs", type=int, default=2, help="for the `diagnose --jobs` timing")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = parser.parse_args()
     if not GENLOG.exists():
@@ -78,14 +80,20 @@ def main() -> int:
     size_mb = small.stat().st_size / 2**20
     print(f"input: {small.name}, {args.lines:,} lines, {size_mb:.0f} MiB")
 
-    grep_times, diag_times = [], []
+    diagnose = [vlogscope, "diagnose", str(small), "--format", "json"]
+    grep_times, diag_times, jobs_times = [], [], []
     for _ in range(args.repeat):
         grep_times.append(timed([*GREP, str(small)])[0])
-        diag_times.append(timed([vlogscope, "diagnose", str(small), "--format", "json"])[0])
+        diag_times.append(timed(diagnose)[0])
+        jobs_times.append(timed([*diagnose, "--jobs", str(args.jobs)])[0])
     g, d = statistics.median(grep_times), statistics.median(diag_times)
+    j = statistics.median(jobs_times)
     print(f"grep -c -E          median {g:8.3f} s  ({args.lines / g / 1e6:6.2f} M lines/s)")
     print(f"vlogscope diagnose  median {d:8.3f} s  ({args.lines / d / 1e6:6.2f} M lines/s)")
     print(f"ratio grep/diagnose        {g / d:8.3f}   (target >= 0.5)")
+    rate = args.lines / j / 1e6
+    print(f"diagnose --jobs {args.jobs}   median {j:8.3f} s  ({rate:6.2f} M lines/s)")
+    print(f"ratio grep/diagnose -j {args.jobs}   {g / j:8.3f}")
 
     code = (
         "import resource,sys,time,vlogscope;t=time.perf_counter();"
