@@ -53,15 +53,13 @@ _MATTERS = (
     rb"|Auto-fit|Sequence group|Application|Uvicorn|Started|Waiting|Finished|Process|Engine core"
     rb"|Worker proc|[\t\x0b\x0c\x1c-\x20\xc2\xe1-\xe3]|\n|$)"
 )
-# Stats lines that matter (preemptions, a nearly full KV cache) are found by a
-# search after the match: the literal start makes it skip to stats lines at C speed.
-_HOT_STATS = re.compile(
-    rb"Avg prompt throughput[^\n]*(?:Preemptions: [1-9]|KV cache usage: (?:9\d|100))"
-)
+# Stats lines that matter (preemptions, a nearly full KV cache) are told apart
+# after the match, on the stats messages that are decoded anyway.
+_HOT_STATS = re.compile(r"Preemptions: [1-9]|KV cache usage: (?:9\d|100)")
 # One routine line: a vLLM INFO/DEBUG record or a uvicorn INFO line.  The rest of
 # the line is `[^\n]*`, which re runs at memchr speed (a set such as `[^\r\n]*` is
 # four times slower); a `\r` (a progress bar's redraws: several physical lines) is
-# looked for afterwards with bytes.find, see `is_routine` and `_routine_end`.
+# looked for afterwards with bytes.find, see `is_routine` and `_routine_part`.
 ROUTINE_LINE = re.compile(
     _PREFIX + _ANSI + rb"(?:(?:INFO|DEBUG)" + _ANSI + rb" " + _ANSI
     + STAMP + _ANSI + rb" " + _ANSI + rb"\[?" + SOURCE_FILE + rb":[0-9]+\]" + _ANSI
@@ -69,7 +67,7 @@ ROUTINE_LINE = re.compile(
 )  # fmt: skip
 RUN = re.compile(rb"(?:" + ROUTINE_LINE.pattern + rb")+")
 _STATS_MARK = b"Avg prompt throughput"
-_STATS_PREFIX = re.compile(rb"(?:Engine \d+: |\d+ Engines Aggregated: )$")
+_STATS_PREFIX = re.compile(rb"Engine \d+: |\d+ Engines Aggregated: ")
 # Routine lines that prove the server was up; phases.py's "serving" marker
 # is made of the same words (the status alternative is anchored at line end).
 SERVING_MARKERS = (
@@ -94,28 +92,43 @@ class RoutineRun:
 
 def is_routine(raw: bytes) -> bool:
     """Is this `\n`-terminated line routine: counted in bulk, never parsed?"""
-    return ROUTINE_LINE.fullmatch(raw) is not None and _routine_end(raw, 0, len(raw)) > 0
+    return ROUTINE_LINE.fullmatch(raw) is not None and _routine_part(raw, 0, len(raw))[0] > 0
 
 
-def _routine_end(data: bytes, start: int, stop: int) -> int:
-    """Where the routine lines RUN matched in data[start:stop] really end: before
-    the first line holding a `\r` (split_line may cut it into several lines) or
-    a stats line that matters."""
+Stats = list[tuple[int, str]]  # (where the line starts, its message) per stats line
+
+
+def _routine_part(data: bytes, start: int, stop: int) -> tuple[int, Stats]:
+    """Where the routine lines RUN matched in data[start:stop] really end, and
+    their stats lines: the run stops before the first line holding a `\r`
+    (split_line may cut it into several lines) or a stats line that matters."""
     cr = data.find(b"\r", start, stop)
-    stop = stop if cr < 0 else data.rfind(b"\n", start, cr) + 1 or start
-    hot = _HOT_STATS.search(data, start, stop)
-    return stop if hot is None else data.rfind(b"\n", start, hot.start()) + 1 or start
+    if cr >= 0:
+        stop = data.rfind(b"\n", start, cr) + 1 or start
+    stats = _stats_lines(data, start, stop)
+    for i, (line_start, message) in enumerate(stats):
+        if _HOT_STATS.search(message):
+            return line_start, stats[:i]
+    return stop, stats
 
 
-def _stats_messages(data: bytes, start: int, stop: int) -> Iterator[str]:
-    """Stats-line messages in data[start:stop], found by a literal search (C speed)."""
+def _stats_lines(data: bytes, start: int, stop: int) -> Stats:
+    """The stats lines in data[start:stop], found by a literal search (C speed)."""
+    found: Stats = []
     at = data.find(_STATS_MARK, start, stop)
     while at >= 0:
-        prefix = _STATS_PREFIX.search(data, max(start, at - 40), at)
-        begin = prefix.start() if prefix else at
+        line_start = data.rfind(b"\n", start, at) + 1 or start
+        begin = at
+        if data[at - 2 : at] == b": ":  # V1 names the engine(s) first
+            engine = data.rfind(b"Engine", line_start, at)
+            if engine > line_start and data.startswith(b"Engines", engine):  # `2 Engines ...`
+                engine = data.rfind(b" ", line_start, engine - 1) + 1 or line_start
+            if engine >= 0 and _STATS_PREFIX.fullmatch(data, engine, at):
+                begin = engine
         end = data.find(b"\n", at, stop)
-        yield data[begin:end].decode("utf-8", "replace")
+        found.append((line_start, data[begin:end].decode("utf-8", "replace")))
         at = data.find(_STATS_MARK, end, stop)
+    return found
 
 
 def _first_serving_line(data: bytes, start: int, stop: int) -> int:
@@ -125,10 +138,10 @@ def _first_serving_line(data: bytes, start: int, stop: int) -> int:
 
 
 def _routine_run(
-    data: bytes, start: int, stop: int, first: int, serving: bool, columns: bool
+    data: bytes, start: int, stop: int, first: int, serving: bool, columns: bool, stats: Stats
 ) -> RoutineRun:
     count = data.count(b"\n", start, stop)
-    stats = tuple(_stats_messages(data, start, stop))
+    messages = tuple(message for at, message in stats if start <= at < stop)
     if columns:
         # Imported here: routine_columns builds on this module's line shapes.
         from vlogscope.routine_columns import routine_batch
@@ -136,7 +149,7 @@ def _routine_run(
         batch = routine_batch(data, start, stop, first)
     else:
         batch = None
-    return RoutineRun(first, count, serving, stats, batch)
+    return RoutineRun(first, count, serving, messages, batch)
 
 
 def _lines_of(raw: bytes, number: int) -> Iterator[PhysicalLine]:
@@ -179,7 +192,9 @@ def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | Rou
         position, end = 0, len(data)
         while position < end:
             run = RUN.match(data, position)
-            stop = _routine_end(data, position, run.end()) if run is not None else position
+            stop, stats = (
+                _routine_part(data, position, run.end()) if run is not None else (position, [])
+            )
             if stop > position:
                 # Only the first serving run after something that mattered can start
                 # the "serving" phase (a launch's markers always come first); the
@@ -193,7 +208,9 @@ def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | Rou
                 )
                 for start, finish, serving in pieces:
                     if finish > start:
-                        item = _routine_run(data, start, finish, number + 1, serving, columns)
+                        item = _routine_run(
+                            data, start, finish, number + 1, serving, columns, stats
+                        )
                         yield item
                         number += item.count
                 position = stop
