@@ -10,7 +10,7 @@ import regex
 from support import FIXTURES, ROOT, corpus_logs
 from vlogscope.needles import may_match, required_literals
 from vlogscope.pipeline import read_events
-from vlogscope.signatures import _candidates, load_signatures
+from vlogscope.signatures import candidate_texts, load_signatures
 from vlogscope.source import Source
 
 
@@ -81,7 +81,7 @@ def test_prefilter_agrees_with_the_regex_on_every_known_log() -> None:
     checked = 0
     for path in _logs():
         for event in read_events(Source.from_path(path)):
-            for _line, text in _candidates(event):
+            for _line, text in candidate_texts(event):
                 for sig in signatures:
                     if sig.message.search(text):
                         checked += 1

@@ -29,6 +29,7 @@ from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import UnwrappedLine, unwrap
 from vlogscope.facts import FactCollector, Facts
 from vlogscope.findings import Finding, from_matches, rank
+from vlogscope.needles import may_match
 from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
@@ -44,6 +45,7 @@ from vlogscope.signatures import (
     Severity,
     Signature,
     SignatureGuard,
+    candidate_texts,
     is_fallback,
     load_signatures,
 )
@@ -213,8 +215,14 @@ def event_matches(
     if event.kind is EventKind.UNPARSED and _is_binary_noise(event.message):
         return []
     guard = guard or SignatureGuard()
+    texts = candidate_texts(event)
+    every_text = "\n".join(text for _, text in texts)  # one substring test per signature
     return _best_matches(
-        m for sig in signatures if _tried(sig, event) and (m := guard.matches(sig, event))
+        m
+        for sig in signatures
+        if _tried(sig, event)
+        and may_match(sig.needles, every_text)
+        and (m := guard.matches(sig, event, texts))
     )
 
 

@@ -263,11 +263,13 @@ class SignatureGuard:
         self.disabled: set[str] = set()
         self.warnings: list[str] = []
 
-    def matches(self, sig: Signature, event: Event) -> Match | None:
+    def matches(
+        self, sig: Signature, event: Event, texts: list[tuple[int, str]] | None = None
+    ) -> Match | None:
         if sig.id in self.disabled:
             return None
         try:
-            return match_event(sig, event)
+            return match_event(sig, event, texts)
         except TimeoutError:
             self.disabled.add(sig.id)
             self.warnings.append(
@@ -277,7 +279,7 @@ class SignatureGuard:
             return None
 
 
-def _candidates(event: Event) -> list[tuple[int, str]]:
+def candidate_texts(event: Event) -> list[tuple[int, str]]:
     """The (line, text) pairs a message pattern is tried on, most telling first."""
     if event.exceptions:
         found = [(exc.line, str(exc)) for exc in reversed(event.exceptions)]
@@ -296,8 +298,13 @@ def _frame_hit(pattern: Any, attribute: str, frames: tuple[Frame, ...]) -> tuple
     return None, ""
 
 
-def match_event(sig: Signature, event: Event) -> Match | None:
-    """Does `sig` describe `event`?  All given conditions must hold."""
+def match_event(
+    sig: Signature, event: Event, texts: list[tuple[int, str]] | None = None
+) -> Match | None:
+    """Does `sig` describe `event`?  All given conditions must hold.
+
+    `texts` is `candidate_texts(event)`, when the caller has it already.
+    """
     if sig.kinds and event.kind not in sig.kinds:
         return None
     # `levels` narrows levelled records; unlevelled lines (raw tracebacks, pasted
@@ -322,7 +329,7 @@ def match_event(sig: Signature, event: Event) -> Match | None:
         line = event.exceptions[-1].line if event.exceptions else event.line
         text = str(event.exceptions[-1]) if event.exceptions else event.message
         return Match(sig, event, line, text, {**frame_captures, **exception_captures})
-    for line, text in _candidates(event):
+    for line, text in texts if texts is not None else candidate_texts(event):
         if not may_match(sig.needles, text):
             continue
         m = _search(sig.message, text)
