@@ -161,7 +161,9 @@ def test_column_times_agree_with_the_clock_line_by_line() -> None:
     from vlogscope.records import classify
 
     stamps: list[str | None] = ["12-31 23:59:58", None, "01-01 00:00:03", "02-30 10:00:00",
-                                "01-02 00:00:00.5", "garbage", "12-30 10:00:00", "01-01 00:00:00"]  # fmt: skip
+                                "01-02 00:00:00.5", "garbage", "12-30 10:00:00", "01-01 00:00:00",
+                                "01-01 24:00:00", "02-29 01:02:03", "1-01 00:00:00", "13-01 00:00:00",
+                                "03-01 00:00:60", "03-01 x"]  # fmt: skip
     for path in sorted(FIXTURES.glob("*.log")):
         stamps += [classify(t).time for t in path.read_text(errors="replace").splitlines()]
     clock = Clock(2026 - rollovers(stamps))

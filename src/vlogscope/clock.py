@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +76,9 @@ def rollovers(stamps: list[str | None]) -> int:
     return clock.year - 2000
 
 
-_STAMP = r"^(?P<month>\d{2})-(?P<day>\d{2}) (?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})"
+# A stamp's own shape; what follows (a fraction of a second, text) is ignored.
+_STAMP_SHAPE = r"^[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+_STAMP_FORMAT = "%m-%d %H:%M:%S"
 
 
 def stamp_times(stamps: pd.Series, last_year: int) -> pd.Series:
@@ -85,23 +87,32 @@ def stamp_times(stamps: pd.Series, last_year: int) -> pd.Series:
     A million-line log cannot afford a Python call per stamp.  Like `Clock`,
     a month more than six below the last valid one is a New Year, and a stamp
     that is not a date gives NaT.  `last_year` is the year of the last stamp.
+    Arrow's strptime rolls `02-30` over into March, so a parsed time counts
+    only if it prints back as the stamp it came from.
     """
+    import numpy as np
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    fields = ("month", "day", "hour", "minute", "second")
-    text = pa.array(stamps, from_pandas=True)  # Arrow-backed strings pass without a copy
-    found = pc.extract_regex(text, _STAMP)
-    parts = pd.DataFrame(
-        {
-            f: pc.struct_field(found, f).cast(pa.float64()).to_numpy(zero_copy_only=False)
-            for f in fields
-        },
-        index=stamps.index,
-    )
-    on_leap_year = pd.to_datetime(parts.assign(year=2000), errors="coerce")
-    last_valid_month = parts["month"].where(on_leap_year.notna()).ffill().shift(1).fillna(0)
-    new_year = (parts["month"] < last_valid_month - 6).astype("int64")
-    years = last_year - int(new_year.sum()) + new_year.cumsum()
-    return pd.to_datetime(parts.assign(year=years), errors="coerce")
+    text = pa.array(stamps, from_pandas=True).cast(pa.large_string())
+    shaped = pc.match_substring_regex(text, _STAMP_SHAPE)
+    head = pc.utf8_slice_codeunits(pc.if_else(shaped, text, pa.scalar(None, text.type)), 0, 14)
+    dash = pa.scalar("-", pa.large_string())
+
+    def in_year(years: Any) -> Any:
+        joined = pc.binary_join_element_wise(years, head, dash)
+        moment = pc.strptime(joined, format="%Y-" + _STAMP_FORMAT, unit="s", error_is_null=True)
+        printed_back = pc.equal(pc.strftime(moment, format=_STAMP_FORMAT), head)
+        return pc.if_else(printed_back, moment, pa.scalar(None, moment.type))
+
+    def numpy(array: Any) -> Any:
+        return array.to_numpy(zero_copy_only=False)
+
+    valid = numpy(pc.is_valid(in_year(pa.scalar("2000", pa.large_string()))))  # a leap year
+    month = pd.Series(numpy(pc.utf8_slice_codeunits(head, 0, 2).cast(pa.float64())))
+    last_valid_month = month.where(valid).ffill().shift(1).fillna(0)
+    new_year = (month < last_valid_month - 6).to_numpy().astype("int64")
+    years = last_year - int(new_year.sum()) + np.cumsum(new_year)
+    moments = in_year(pa.array(years).cast(pa.large_string())).cast(pa.timestamp("us"))
+    return pd.Series(numpy(moments), index=stamps.index, name=stamps.name)
