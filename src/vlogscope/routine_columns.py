@@ -45,37 +45,35 @@ COLUMNS = ("line", "process", "pid", "level", "time", "file", "kind", "message")
 
 def routine_batch(data: bytes, start: int, stop: int, first_line: int) -> Any:
     """The routine lines in data[start:stop] (whole lines) as a pyarrow RecordBatch."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     span = data[start:stop]
     if b"\x1b" in span:
         span = ESCAPES_BYTES.sub(b"", span)
     rows = _CAPTURE.findall(span)
     if not rows:
         return batch_of({c: [] for c in COLUMNS})
-    name, pid, level, time, file, message, uvicorn, uvicorn_message = zip(*rows, strict=True)
-    if any(uvicorn):
-        kind = ["uvicorn" if u else "record" for u in uvicorn]
-        level = tuple(v or b"INFO" for v in level)
-        message = tuple(m or u for m, u in zip(message, uvicorn_message, strict=True))
-    else:
-        kind = ["record"] * len(rows)
-    # One conversion for all six text columns (per-call overhead dominates
-    # small runs), then zero-copy slices; empty captures are absent groups.
+    groups = zip(*rows, strict=True)
+    # One conversion for all eight captures (per-call overhead dominates small
+    # runs), then zero-copy slices; empty captures are absent groups (nulls).
     n = len(rows)
-    columns = (name, level, time, file, message, pid)
-    texts = _text(tuple(v or None for column in columns for v in column))
-    process, level_column, time_column, file_column, message_column, pids = (
-        texts.slice(i * n, n) for i in range(len(columns))
+    texts = _text(tuple(v for group in groups for v in group))
+    name, pid, level, time, file, message, uvicorn, uvicorn_message = (
+        texts.slice(i * n, n) for i in range(len(rows[0]))
     )
+    text = pa.large_string()
     return batch_of(
         {
-            "line": range(first_line, first_line + n),
-            "process": process,
-            "pid": pids.cast("int64"),
-            "level": level_column,
-            "time": time_column,
-            "file": file_column,
-            "kind": kind,
-            "message": message_column.fill_null(""),
+            "line": np.arange(first_line, first_line + n, dtype=np.int64),
+            "process": name,
+            "pid": pid.cast("int64"),
+            "level": pc.coalesce(level, pa.scalar("INFO", text)),  # uvicorn lines: INFO
+            "time": time,
+            "file": file,
+            "kind": pc.if_else(pc.is_valid(uvicorn), pa.scalar("uvicorn", text), "record"),
+            "message": pc.coalesce(message, uvicorn_message, pa.scalar("", text)),
         }
     )
 
@@ -98,12 +96,15 @@ def _types() -> tuple[Any, ...]:
     return pa.int64(), text, pa.int64(), text, text, text, text, text
 
 
-def _text(values: tuple[bytes | None, ...]) -> Any:
-    """bytes -> an Arrow string column (invalid UTF-8 replaced, as source.py does)."""
+def _text(values: tuple[bytes, ...]) -> Any:
+    """bytes -> an Arrow string column, b"" as null (invalid UTF-8 replaced, as source.py does)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    raw = pa.array(values, pa.large_binary())
+    raw = pc.if_else(pc.equal(pc.binary_length(raw), 0), pa.scalar(None, raw.type), raw)
     try:
-        return pa.array(values, pa.large_binary()).cast(pa.large_string())
+        return raw.cast(pa.large_string())
     except pa.ArrowInvalid:
-        decoded = [v.decode("utf-8", "replace") if v is not None else None for v in values]
+        decoded = [v.decode("utf-8", "replace") if v is not None else None for v in raw.to_pylist()]
         return pa.array(decoded, pa.large_string())
