@@ -55,3 +55,28 @@ def test_invalid_utf8_and_escapes_are_handled_like_the_object_path() -> None:
         b"INFO 01-02 03:04:05.123 [loggers.py:2] Running: 0 reqs\n",
     ]
     assert _columns_agree(lines) == 3
+
+
+def test_batches_built_as_one_equal_batches_built_run_by_run() -> None:
+    """routine_batches slices one batch per block; each slice is the run's own batch."""
+    from vlogscope.routine_columns import routine_batches
+
+    lines = [
+        b"(APIServer pid=7) INFO 01-02 03:04:05 [logger.py:1] Received request r%d\n" % i
+        for i in range(10)
+    ] + [b'INFO:     10.0.0.1:5512 - "POST /v1/completions HTTP/1.1" 200 OK\n']
+    data = b"".join(lines)
+    bounds = [0, *(len(b"".join(lines[:k])) for k in (3, 4, 11))]
+    spans = [
+        (bounds[0], bounds[1], 1, 3),
+        (bounds[1], bounds[2], 10, 1),
+        (bounds[2], bounds[3], 20, 7),
+    ]
+    expected = [routine_batch(data, s, e, first).to_pylist() for s, e, first, _ in spans]
+    assert [b.to_pylist() for b in routine_batches(data, spans)] == expected
+    assert [row["line"] for row in routine_batches(data, spans)[2].to_pylist()] == list(
+        range(20, 27)
+    )
+    # A count that disagrees with the capture: the batches are built run by run instead.
+    wrong = [(s, e, first, n + 1) for s, e, first, n in spans]
+    assert [b.to_pylist() for b in routine_batches(data, wrong)] == expected

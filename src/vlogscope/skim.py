@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
 from vlogscope.source import MAX_LINE_BYTES, PhysicalLine, split_line
@@ -90,6 +90,9 @@ class RoutineRun:
     columns: Any = None
 
 
+Item = PhysicalLine | RoutineRun
+
+
 def is_routine(raw: bytes) -> bool:
     """Is this `\n`-terminated line routine: counted in bulk, never parsed?"""
     return ROUTINE_LINE.fullmatch(raw) is not None and _routine_part(raw, 0, len(raw))[0] > 0
@@ -138,18 +141,26 @@ def _first_serving_line(data: bytes, start: int, stop: int) -> int:
 
 
 def _routine_run(
-    data: bytes, start: int, stop: int, first: int, serving: bool, columns: bool, stats: Stats
+    data: bytes, start: int, stop: int, first: int, serving: bool, stats: Stats
 ) -> RoutineRun:
     count = data.count(b"\n", start, stop)
     messages = tuple(message for at, message in stats if start <= at < stop)
-    if columns:
-        # Imported here: routine_columns builds on this module's line shapes.
-        from vlogscope.routine_columns import routine_batch
+    return RoutineRun(first, count, serving, messages)
 
-        batch = routine_batch(data, start, stop, first)
-    else:
-        batch = None
-    return RoutineRun(first, count, serving, messages, batch)
+
+def _with_columns(data: bytes, items: list[Item], spans: list[tuple[int, int]]) -> list[Item]:
+    """The block's items, each routine run carrying its lines as Arrow columns
+    (`spans` are the runs' byte ranges, in order)."""
+    # Imported here: routine_columns builds on this module's line shapes.
+    from vlogscope.routine_columns import routine_batches
+
+    runs = [item for item in items if isinstance(item, RoutineRun)]
+    batches = iter(
+        routine_batches(
+            data, [(s, e, run.first, run.count) for (s, e), run in zip(spans, runs, strict=True)]
+        )
+    )
+    return [replace(i, columns=next(batches)) if isinstance(i, RoutineRun) else i for i in items]
 
 
 def _lines_of(raw: bytes, number: int) -> Iterator[PhysicalLine]:
@@ -190,6 +201,8 @@ def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | Rou
         if len(carry) > MAX_LINE_BYTES:
             giant, carry = carry[:MAX_LINE_BYTES], b""
         position, end = 0, len(data)
+        found: list[Item] = []
+        spans: list[tuple[int, int]] = []  # the byte ranges of the block's routine runs
         while position < end:
             run = RUN.match(data, position)
             stop, stats = (
@@ -208,10 +221,9 @@ def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | Rou
                 )
                 for start, finish, serving in pieces:
                     if finish > start:
-                        item = _routine_run(
-                            data, start, finish, number + 1, serving, columns, stats
-                        )
-                        yield item
+                        item = _routine_run(data, start, finish, number + 1, serving, stats)
+                        found.append(item)
+                        spans.append((start, finish))
                         number += item.count
                 position = stop
                 continue
@@ -221,6 +233,9 @@ def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | Rou
                 raw = raw[:MAX_LINE_BYTES] + b" [... cut by vlogscope]\n"
             for line in _lines_of(raw, number):
                 number = line.number
-                yield line
+                found.append(line)
             position = line_end
             look_for_serving = True
+        # Columns for all of a block's runs at once: per-run Arrow calls would
+        # cost more than the rows of the short runs between warnings.
+        yield from _with_columns(data, found, spans) if columns and spans else found
