@@ -87,8 +87,10 @@ def stamp_times(stamps: pd.Series, last_year: int) -> pd.Series:
     A million-line log cannot afford a Python call per stamp.  Like `Clock`,
     a month more than six below the last valid one is a New Year, and a stamp
     that is not a date gives NaT.  `last_year` is the year of the last stamp.
-    Arrow's strptime rolls `02-30` over into March, so a parsed time counts
-    only if it prints back as the stamp it came from.
+    A log has far fewer distinct seconds than lines, so each distinct stamp is
+    parsed once (per year) and the rows pick theirs.  Arrow's strptime rolls
+    `02-30` over into March, so a parsed time counts only if it prints back as
+    the stamp it came from.
     """
     import numpy as np
     import pandas as pd
@@ -96,23 +98,30 @@ def stamp_times(stamps: pd.Series, last_year: int) -> pd.Series:
     import pyarrow.compute as pc
 
     text = pa.array(stamps, from_pandas=True).cast(pa.large_string())
-    shaped = pc.match_substring_regex(text, _STAMP_SHAPE)
-    head = pc.utf8_slice_codeunits(pc.if_else(shaped, text, pa.scalar(None, text.type)), 0, 14)
+    distinct = pc.unique(text).drop_null()
+    rows = pc.index_in(text, value_set=distinct)  # null where the stamp is null
+    shaped = pc.match_substring_regex(distinct, _STAMP_SHAPE)
+    head = pc.utf8_slice_codeunits(pc.if_else(shaped, distinct, pa.scalar(None, text.type)), 0, 14)
     dash = pa.scalar("-", pa.large_string())
 
-    def in_year(years: Any) -> Any:
-        joined = pc.binary_join_element_wise(years, head, dash)
+    def in_year(year: int) -> Any:
+        """Each distinct stamp as a time in `year` (null if not a date then)."""
+        joined = pc.binary_join_element_wise(pa.scalar(str(year), pa.large_string()), head, dash)
         moment = pc.strptime(joined, format="%Y-" + _STAMP_FORMAT, unit="s", error_is_null=True)
         printed_back = pc.equal(pc.strftime(moment, format=_STAMP_FORMAT), head)
         return pc.if_else(printed_back, moment, pa.scalar(None, moment.type))
 
-    def numpy(array: Any) -> Any:
-        return array.to_numpy(zero_copy_only=False)
+    def per_row(values: Any) -> Any:
+        return values.take(rows).to_numpy(zero_copy_only=False)
 
-    valid = numpy(pc.is_valid(in_year(pa.scalar("2000", pa.large_string()))))  # a leap year
-    month = pd.Series(numpy(pc.utf8_slice_codeunits(head, 0, 2).cast(pa.float64())))
+    valid = per_row(pc.is_valid(in_year(2000))).astype(bool)  # a leap year; null stamp: False
+    month = pd.Series(per_row(pc.utf8_slice_codeunits(head, 0, 2).cast(pa.float64())))
     last_valid_month = month.where(valid).ffill().shift(1).fillna(0)
     new_year = (month < last_valid_month - 6).to_numpy().astype("int64")
     years = last_year - int(new_year.sum()) + np.cumsum(new_year)
-    moments = in_year(pa.array(years).cast(pa.large_string())).cast(pa.timestamp("us"))
-    return pd.Series(numpy(moments), index=stamps.index, name=stamps.name)
+    moments = np.full(len(years), np.datetime64("NaT"), dtype="datetime64[us]")
+    for year in np.unique(years):
+        in_this_year = years == year
+        times = per_row(in_year(int(year)).cast(pa.timestamp("us")))
+        moments[in_this_year] = times[in_this_year]
+    return pd.Series(moments, index=stamps.index, name=stamps.name)

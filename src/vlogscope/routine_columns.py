@@ -56,13 +56,11 @@ def routine_batch(data: bytes, start: int, stop: int, first_line: int) -> Any:
     rows = _CAPTURE.findall(span)
     if not rows:
         return batch_of({c: [] for c in COLUMNS})
-    groups = zip(*rows, strict=True)
-    # One conversion for all eight captures (per-call overhead dominates small
-    # runs), then zero-copy slices; empty captures are absent groups (nulls).
+    # One Arrow conversion per capture group, each its own buffer, so that no
+    # column keeps another's text alive; empty captures are absent groups (nulls).
     n = len(rows)
-    texts = _text(tuple(v for group in groups for v in group))
     name, pid, level, time, file, message, uvicorn, uvicorn_message = (
-        texts.slice(i * n, n) for i in range(len(rows[0]))
+        _text(group) for group in zip(*rows, strict=True)
     )
     text = pa.large_string()
     return batch_of(
