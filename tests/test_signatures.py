@@ -125,6 +125,21 @@ def test_patterns_test_says_which_block_should_have_fired(tmp_path: Path) -> Non
     assert "site.log:2: other/site-rule: should have matched but did not: ERROR 05-14" in out
 
 
+def test_patterns_test_fails_an_info_rule_whose_lines_diagnose_never_reads(tmp_path: Path) -> None:
+    """An INFO line the skim counts as routine never reaches signatures: say so."""
+    folder = tmp_path / "info"
+    rule = USER_SIG.format(id="other/info-rule", title="t", regex="Frobnicator is warming up")
+    _write(folder, "info.toml", rule + 'levels = ["INFO"]\n')
+    _write(
+        folder / "tests",
+        "info.log",
+        "# ruleid: other/info-rule\nINFO 05-14 09:10:07 [x.py:1] Frobnicator is warming up\n",
+    )
+    result = run_cli("patterns", "test", "--patterns", str(folder))
+    assert result.returncode == 1
+    assert "info.log:2: other/info-rule: should have matched but did not" in result.stdout.decode()
+
+
 def test_builtin_catalog_passes_its_own_tests_and_lint() -> None:
     for command in ("test", "lint"):
         result = run_cli("patterns", command)

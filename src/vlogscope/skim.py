@@ -48,7 +48,7 @@ _MATTERS = (
     rb"|[A-Z][A-Za-z +]{0,12} KV"
     rb"|# |Model loading|Loading|Starting|Capturing|Graph|Dynamo|Compiling|Directly load"
     rb"|torch\.compile|Memory profiling|Maximum concurrency|init engine|Automatically"
-    rb"|Chunked|No available|Request \S+ failed|rank |Shutting|\[shutdown\]|Found nccl"
+    rb"|Chunked|No available|No platform|Request \S+ failed|rank |Shutting|\[shutdown\]|Found nccl"
     rb"|world|Some attention|Valid backends|Multiplying|Forcing|Cannot use|Free memory"
     rb"|Auto-fit|Sequence group|Application|Uvicorn|Started|Waiting|Finished|Process|Engine core"
     rb"|Worker proc|[\t\x0b\x0c\x1c-\x20\xc2\xe1-\xe3]|\n|$)"
