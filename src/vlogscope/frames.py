@@ -84,45 +84,41 @@ def _run_numbers(d: Diagnosis, lines: Any) -> Any:
 
 def _event_table(d: Diagnosis) -> pd.DataFrame:
     """Every event as one Arrow table in input order: routine lines straight from
-    their columns (routine_columns.py), other events from their objects."""
+    their columns (routine_columns.py), other events from their objects.
+
+    The objects become one batch, sliced (zero-copy) between the routine runs:
+    thousands of warnings between runs must not cost a batch each.
+    """
     import numpy as np
     import pyarrow as pa
 
+    objects = [e for e in d.events if e.columns is None]
+    rows = [(e.line, e.process, e.pid, e.level, e.time, e.file, str(e.kind), e.message)
+            for e in objects]  # fmt: skip
+    columns = zip(*rows, strict=True) if rows else ([] for _ in COLUMNS)
+    object_batch = batch_of(dict(zip(COLUMNS, columns, strict=True)))
     batches: list[Any] = []
-    pending: list[Any] = []  # consecutive events without columns
-
-    def flush() -> None:
-        if pending:
-            rows = [(e.line, e.process, e.pid, e.level, e.time, e.file, str(e.kind), e.message)
-                    for e in pending]  # fmt: skip
-            batch = batch_of(dict(zip(COLUMNS, zip(*rows, strict=True), strict=True)))
-            lines = pa.array([e.lines for e in pending], pa.int64())
-            exceptions = pa.array([e.exception for e in pending], pa.large_string())
-            batches.append(
-                batch.append_column("lines", lines).append_column("exception", exceptions)
-            )
-            pending.clear()
-
+    at_row, at_object, first_object = 0, 0, 0  # rows so far; objects so far; this stretch's
+    positions: list[int] = []  # the rows of the objects
     for e in d.events:
         if e.columns is None:
-            pending.append(e)
+            positions.append(at_row)
+            at_row, at_object = at_row + 1, at_object + 1
             continue
-        flush()
-        n = e.columns.num_rows
-        batches.append(
-            e.columns.append_column("lines", pa.array(np.ones(n, dtype="int64"))).append_column(
-                "exception", pa.nulls(n, pa.large_string())
-            )
-        )
-    flush()
-    if not batches:
-        empty = batch_of({c: [] for c in COLUMNS})
-        batches.append(
-            empty.append_column("lines", pa.array([], pa.int64())).append_column(
-                "exception", pa.array([], pa.large_string())
-            )
-        )
+        if at_object > first_object:
+            batches.append(object_batch.slice(first_object, at_object - first_object))
+        first_object = at_object
+        batches.append(e.columns)
+        at_row += e.columns.num_rows
+    if at_object > first_object or not batches:
+        batches.append(object_batch.slice(first_object, at_object - first_object))
     frame: pd.DataFrame = pa.Table.from_batches(batches).to_pandas()
+    lines = np.ones(len(frame), dtype="int64")  # a routine line is one line
+    lines[positions] = [e.lines for e in objects]
+    exceptions = np.full(len(frame), None, dtype=object)
+    exceptions[positions] = [e.exception for e in objects]
+    frame["lines"] = lines
+    frame["exception"] = pd.Series(exceptions, index=frame.index, dtype="str")
     return frame
 
 
