@@ -31,14 +31,16 @@ from vlogscope.envelope import ESCAPES_BYTES
 from vlogscope.skim import PROCESS, PROCESS_NAME, SOURCE_FILE, STAMP
 
 # The same line shapes as skim.ROUTINE_LINE (escapes already removed), with the
-# innermost process prefix, the header fields and the message captured.
+# innermost process prefix, the header fields and the message captured.  Like
+# there, a line's rest is `[^\n]*` (memchr speed): the skim never hands on a
+# routine run holding a `\r`.
 _CAPTURE = re.compile(
     rb"(?:" + PROCESS + rb" ?)*?"
     rb"(?:\((?P<name>" + PROCESS_NAME + rb"?) ?pid=(?P<pid>[0-9]+)"
     rb"(?:, ip=[A-Za-z0-9.:_-]+)?\) ?)?"
     rb"(?:(?P<level>INFO|DEBUG) (?P<time>" + STAMP + rb") "
-    rb"\[?(?P<file>" + SOURCE_FILE + rb"):[0-9]+\] ?(?P<message>[^\r\n]*)"
-    rb"|(?P<uvicorn>INFO): +(?P<uvicorn_message>[^\r\n]*))\n"
+    rb"\[?(?P<file>" + SOURCE_FILE + rb"):[0-9]+\] ?(?P<message>[^\n]*)"
+    rb"|(?P<uvicorn>INFO): +(?P<uvicorn_message>[^\n]*))\n"
 )
 
 COLUMNS = ("line", "process", "pid", "level", "time", "file", "kind", "message")
