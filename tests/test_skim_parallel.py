@@ -118,3 +118,19 @@ def test_jobs_must_be_positive() -> None:
     result = run_cli("diagnose", "--sample", "healthy", "--jobs", "0")
     assert result.returncode == 2
     assert b"Traceback" not in result.stderr
+
+
+@needs_genlog
+@pytest.mark.usefixtures("small_ranges")
+def test_read_with_jobs_gives_the_same_frames(tmp_path: Path) -> None:
+    """vlogscope.read(jobs=N): routine columns come back from the workers, renumbered."""
+    import pandas as pd
+
+    import vlogscope
+
+    path = tmp_path / "vllm.log"
+    path.write_bytes(generated_log(20000, 13, "kv-fp8-mla"))
+    one, many = vlogscope.read(path, year=2026), vlogscope.read(path, year=2026, jobs=2)
+    for name in ("events", "metrics", "timeline", "facts", "findings", "runs"):
+        pd.testing.assert_frame_equal(getattr(many, name), getattr(one, name), obj=name)
+    assert many.events["lines"].sum() == 20000

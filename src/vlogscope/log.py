@@ -120,12 +120,16 @@ def read(
     *,
     year: int | None = None,
     patterns: Sequence[Path] = (),
+    jobs: int = 1,
 ) -> Log:
     """Parse and diagnose a log: a path (file, `.gz`, ...), a Source, or lines as strings.
 
     `year` is the year of the log's last line; by default the file's
-    modification year, or this year for lines given directly.
+    modification year, or this year for lines given directly.  `jobs` > 1
+    reads a big plain file with that many processes (as `diagnose --jobs`).
     """
     source, path = _source_of(path_or_lines)
-    diagnosis = analyze(source, load_signatures(patterns), skim_routine=True, routine_columns=True)
+    diagnosis = analyze(
+        source, load_signatures(patterns), skim_routine=True, routine_columns=True, jobs=jobs
+    )
     return Log(diagnosis, year_of(path, year))

@@ -178,8 +178,8 @@ def read_events(
 
     def skimmer(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
         plain = isinstance(stream, io.BufferedReader)  # not wrapped in a decompressor
-        if jobs > 1 and plain and source.path is not None and not routine_columns:
-            return skim_file(source.path, jobs)
+        if jobs > 1 and plain and source.path is not None:
+            return skim_file(source.path, jobs, routine_columns)
         return skim(stream, columns=routine_columns)
 
     def records() -> Iterator[Record | RoutineRun]:

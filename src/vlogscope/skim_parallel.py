@@ -23,11 +23,14 @@ process clears a serving mark that the sequential skim would not have set.
 from __future__ import annotations
 
 import io
+import multiprocessing
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
+from multiprocessing.context import BaseContext
 from pathlib import Path
+from typing import Any
 
 from vlogscope.skim import RoutineRun, skim
 from vlogscope.source import PhysicalLine
@@ -72,12 +75,56 @@ def byte_ranges(path: Path, target: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def skim_range(path: str, start: int, stop: int) -> list[Item]:
-    """A worker's job: the skim of one byte range, numbered from line 1."""
+def skim_range(path: str, start: int, stop: int, columns: bool = False) -> tuple[list[Item], Any]:
+    """A worker's job: the skim of one byte range, numbered from line 1.
+
+    With `columns` (for `vlogscope.read`), the routine runs' Arrow columns come
+    back separately, as one compact batch in run order: a run's columns are a
+    slice of its block's batch, and pickling a slice would copy the whole block.
+    """
     with open(path, "rb") as stream:
         stream.seek(start)
         data = stream.read(stop - start)
-    return list(skim(io.BytesIO(data)))
+    items = list(skim(io.BytesIO(data), columns=columns))
+    if not columns:
+        return items, None
+    import pyarrow as pa
+
+    batches = [i.columns for i in items if isinstance(i, RoutineRun)]
+    if not batches:
+        return items, None
+    table = pa.Table.from_batches(batches).combine_chunks()
+    bare = [replace(i, columns=None) if isinstance(i, RoutineRun) else i for i in items]
+    return bare, table
+
+
+def _with_columns(items: list[Item], table: Any, base: int) -> list[Item]:
+    """Give each routine run its slice of the range's columns, lines renumbered."""
+    if table is None:
+        return items
+    import pyarrow.compute as pc
+
+    table = table.set_column(0, "line", pc.add(table.column(0), base))
+    batch = table.to_batches()[0] if table.num_rows else None
+    out: list[Item] = []
+    offset = 0
+    for item in items:
+        if isinstance(item, RoutineRun) and batch is not None:
+            item = replace(item, columns=batch.slice(offset, item.count))
+            offset += item.count
+        out.append(item)
+    return out
+
+
+def _context() -> BaseContext:
+    """Fork where the platform can: workers start at once, with vlogscope loaded.
+
+    Arrow resets its thread pool in a forked child, so a parent that has used
+    pyarrow (`vlogscope.read` in a notebook) still forks safe workers; spawn
+    costs each worker its imports (~1.5 s more for a 1M-line read here).
+    """
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
 def _last_line(items: list[Item]) -> int:
@@ -87,8 +134,8 @@ def _last_line(items: list[Item]) -> int:
     return last.number if isinstance(last, PhysicalLine) else last.first + last.count - 1
 
 
-def skim_file(path: Path, jobs: int) -> Iterator[Item]:
-    """What `skim(path.open("rb"))` yields, computed by `jobs` processes.
+def skim_file(path: Path, jobs: int, columns: bool = False) -> Iterator[Item]:
+    """What `skim(path.open("rb"), columns)` yields, computed by `jobs` processes.
 
     Runs of routine lines may be cut at other places (as they are at block
     boundaries of one process); every line is still counted exactly once.
@@ -96,20 +143,21 @@ def skim_file(path: Path, jobs: int) -> Iterator[Item]:
     ranges = byte_ranges(path, range_bytes(path.stat().st_size, jobs))
     if jobs <= 1 or len(ranges) <= 1:
         with path.open("rb") as stream:
-            yield from skim(stream)
+            yield from skim(stream, columns=columns)
         return
     todo = iter(ranges)
     base, looking = 0, True  # lines before this range; the sequential skim's serving search
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         first = [next(todo) for _ in range(min(2 * jobs, len(ranges)))]
-        pending: deque[Future[list[Item]]] = deque(
-            pool.submit(skim_range, str(path), *r) for r in first
+        pending: deque[Future[tuple[list[Item], Any]]] = deque(
+            pool.submit(skim_range, str(path), *r, columns) for r in first
         )
         while pending:
-            items = pending.popleft().result()
+            items, table = pending.popleft().result()
+            items = _with_columns(items, table, base)
             following = next(todo, None)
             if following is not None:
-                pending.append(pool.submit(skim_range, str(path), *following))
+                pending.append(pool.submit(skim_range, str(path), *following, columns))
             for item in items:
                 if isinstance(item, PhysicalLine):
                     looking = True
