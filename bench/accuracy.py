@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Print top-1 accuracy per category over the labelled development corpora.
 
-Usage: python bench/accuracy.py [CORPUS_DIR ...]   (default: ../shared/corpus*)
+Usage: python bench/accuracy.py [CORPUS_DIR ...]
+       (default: ../shared/corpus* and the held-out sets in bench/holdout/*)
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str]) -> int:
-    dirs = [Path(a) for a in argv] or sorted((ROOT.parent / "shared").glob("corpus*"))
+    dirs = [Path(a) for a in argv] or [
+        *sorted((ROOT.parent / "shared").glob("corpus*")),
+        *sorted(p.parent for p in (ROOT / "bench" / "holdout").glob("*/labels.tsv")),
+    ]
     for corpus in dirs:
         outcomes = evaluate(corpus)
         print(f"== {corpus}")

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "logs"
 SHARED = ROOT.parent / "shared"
 CORPORA = [SHARED / "corpus", SHARED / "corpus-generated"]
+# Real logs collected after the catalog was written (bench/holdout/README.md).
+HOLDOUT = sorted(p.parent for p in (ROOT / "bench" / "holdout").glob("*/labels.tsv"))
 GENLOG = SHARED / "bench" / "genlog.py"
 
 # Filled by tests/test_corpus.py, printed by conftest.py at the end of the run.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ACCURACY_REPORT, CORPORA
+from support import ACCURACY_REPORT, CORPORA, HOLDOUT
 from vlogscope.evaluate import evaluate, summarize
 
 PRESENT = [c for c in CORPORA if (c / "labels.tsv").exists()]
@@ -34,6 +34,19 @@ def test_corpus_accuracy_is_measured_and_nothing_crashes(corpus: Path) -> None:
         if o.expected == ("healthy",) and o.predicted != "healthy" and o.confidence == "high"
     ]
     assert healthy_called_failed == []
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("holdout", HOLDOUT, ids=[f"holdout-{c.name}" for c in HOLDOUT])
+def test_held_out_logs_are_measured_and_nothing_crashes(holdout: Path) -> None:
+    """The sets in bench/holdout ship with the repository, so this runs everywhere."""
+    outcomes = evaluate(holdout)
+    assert len(outcomes) >= 15
+    assert [o for o in outcomes if o.error] == []
+    ACCURACY_REPORT.append(f"== holdout {holdout.name} ({len(outcomes)} logs)")
+    ACCURACY_REPORT.append(summarize(outcomes).table())
+    assert [o.file for o in outcomes if o.expected == ("healthy",) and not o.correct] == []
+    assert [o.file for o in outcomes if o.predicted == "healthy" and not o.correct] == []
 
 
 @pytest.mark.corpus
