@@ -134,3 +134,34 @@ def test_read_with_jobs_gives_the_same_frames(tmp_path: Path) -> None:
     for name in ("events", "metrics", "timeline", "facts", "findings", "runs"):
         pd.testing.assert_frame_equal(getattr(many, name), getattr(one, name), obj=name)
     assert many.events["lines"].sum() == 20000
+
+
+@pytest.mark.usefixtures("small_ranges")
+@pytest.mark.parametrize("data", [b"", b"\n", b"no newline at the end", b"\r\n\r\n"])
+def test_odd_small_files_diagnose_the_same_with_jobs(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "odd.log"
+    path.write_bytes(data)
+    one = run_cli("diagnose", str(path), "--format", "json")
+    many = run_cli("diagnose", str(path), "--format", "json", "--jobs", "3")
+    assert (many.returncode, many.stdout, many.stderr) == (one.returncode, one.stdout, one.stderr)
+    assert b"Traceback" not in many.stderr
+
+
+@pytest.mark.usefixtures("small_ranges")
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"INFO 01-02 03:04:05 [logger.py:1] Received request r1\r\n" * 200,  # CRLF
+        b"INFO 01-02 03:04:05 [logger.py:1] Received request r1\n" * 200 + b"ERROR tail",
+        b"progress 10%\rprogress 20%\rprogress 100%\n" * 300,  # redraws
+        b"x" * 9000 + b"\n" + b"INFO 01-02 03:04:05 [a.py:1] Received request r\n" * 100,
+    ],
+    ids=["crlf", "no-final-newline", "redraws", "long-line"],
+)
+def test_odd_files_cut_into_ranges_diagnose_the_same(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "odd.log"
+    path.write_bytes(data)
+    assert len(byte_ranges(path, 2048)) > 1
+    assert _json(path, jobs=2) == _json(path, jobs=1)
+    with path.open("rb") as stream:
+        assert _shape(list(skim_file(path, jobs=2))) == _shape(list(skim(stream)))
