@@ -80,7 +80,12 @@ class Frame:
 
 @dataclass(frozen=True, slots=True)
 class RaisedException:
-    """One exception of a traceback: `torch.OutOfMemoryError: CUDA out of memory...`."""
+    """One exception of a traceback: `torch.OutOfMemoryError: CUDA out of memory...`.
+
+    A bare `AssertionError` says nothing by itself; Python prints the failing
+    `assert ...` source line just above it, so that line becomes its message
+    (`assert self.total_num_kv_heads % tp_size == 0` names the cause).
+    """
 
     type: str
     message: str
@@ -143,6 +148,7 @@ class _Builder:
     # The exception line being extended by indented detail lines (pydantic).
     open_exception: RaisedException | None = None
     code_expected: bool = False
+    last_code: str = ""  # the source line shown under the latest frame
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None, int | None]:
@@ -168,16 +174,21 @@ class _Builder:
             # In state NONE this is an excerpt that starts inside a traceback.
             self.state = _TracebackState.FRAMES
             self.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or ""))
+            self.last_code = ""
             # Wrappers like torchrun's `[rank0]: ` strip indentation; then the
             # unindented line after a frame is its source line, not the exception.
             self.code_expected = not text[:1].isspace()
         elif self.state is _TracebackState.FRAMES and (text[:1].isspace() or self.code_expected):
             self.code_expected = False
+            if stripped.strip("^~ "):  # not the caret line under the code
+                self.last_code = self.last_code or stripped
             if self.frames and not self.frames[-1].calls and (call := _CALL.search(text)):
                 self.frames[-1] = replace(self.frames[-1], calls=call[1])
         elif self.state is _TracebackState.FRAMES and stripped:
             m = _EXCEPTION.match(stripped)
             kind, message = (m["inner"] or m["type"], m["message"] or "") if m else (stripped, "")
+            if not message and kind.endswith("AssertionError"):
+                message = self.last_code if self.last_code.startswith("assert ") else ""
             self.open_exception = RaisedException(kind, message, number)
             self.state = _TracebackState.RAISED
         elif self.state is _TracebackState.RAISED and self.open_exception and stripped:
