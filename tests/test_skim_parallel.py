@@ -165,3 +165,31 @@ def test_odd_files_cut_into_ranges_diagnose_the_same(tmp_path: Path, data: bytes
     assert _json(path, jobs=2) == _json(path, jobs=1)
     with path.open("rb") as stream:
         assert _shape(list(skim_file(path, jobs=2))) == _shape(list(skim(stream)))
+
+
+def test_automatic_jobs_split_only_big_files(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """jobs=0 (the command line's default): one process below AUTO_MIN_BYTES, else CPUs."""
+    import os
+
+    from vlogscope import pipeline
+
+    assert skim_parallel.auto_jobs(skim_parallel.AUTO_MIN_BYTES - 1) == 1
+    cpus = min(os.cpu_count() or 1, skim_parallel.AUTO_MAX_JOBS)
+    assert skim_parallel.auto_jobs(skim_parallel.AUTO_MIN_BYTES) == max(1, cpus)
+    calls: list[int] = []
+
+    def counting(path: Path, jobs: int, columns: bool = False):  # type: ignore[no-untyped-def]
+        calls.append(jobs)
+        return skim_file(path, jobs, columns)
+
+    monkeypatch.setattr(pipeline, "skim_file", counting)
+    monkeypatch.setattr(skim_parallel, "MIN_RANGE_BYTES", 2048)
+    monkeypatch.setattr(skim_parallel, "AUTO_MAX_JOBS", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    path = LOGS[0]
+    monkeypatch.setattr(skim_parallel, "AUTO_MIN_BYTES", path.stat().st_size + 1)
+    assert _json(path, jobs=0) == _json(path, jobs=1) and calls == []
+    monkeypatch.setattr(skim_parallel, "AUTO_MIN_BYTES", 1)
+    assert _json(path, jobs=0) == _json(path, jobs=1) and calls == [2]

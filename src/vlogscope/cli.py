@@ -33,6 +33,7 @@ from vlogscope.report_markdown import render_markdown
 from vlogscope.samples import SAMPLES, sample_path
 from vlogscope.signatures import Signature, SignatureError, load_signatures
 from vlogscope.signatures import pattern_dirs as all_pattern_dirs
+from vlogscope.skim_parallel import auto_jobs
 from vlogscope.source import STDIN_NAME, InputError, Source, open_sources
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
@@ -51,14 +52,18 @@ def fail(message: str) -> None:
 PROGRESS_MIN_BYTES = int(os.environ.get("VLOGSCOPE_PROGRESS_MIN_BYTES", 50 * 2**20))
 
 
-def _with_progress(source: Source, progress: Progress) -> Source:
-    """A big file read behind a progress bar (bytes/s); anything else unchanged."""
+def _with_progress(source: Source, progress: Progress, jobs: int) -> Source:
+    """A big file read behind a progress bar (bytes/s); anything else unchanged.
+
+    Not when worker processes will read the file (`--jobs`, or its automatic
+    choice for a big file): this process never sees the bytes go by.
+    """
     path = Path(source.name)
     try:
         size = path.stat().st_size if source.name != STDIN_NAME else 0
     except OSError:
         return source
-    if size < PROGRESS_MIN_BYTES:
+    if size < PROGRESS_MIN_BYTES or (jobs or auto_jobs(size)) > 1:
         return source
     label = path.name
     return Source(source.name, lambda: progress.wrap_file(path.open("rb"), total=size,
@@ -78,13 +83,11 @@ def _diagnose_all(
             source, signatures, redactor, skim_routine=skim_routine, keep_events=False, jobs=jobs
         )
 
-    # Progress is for people (pipes and CI get nothing on stderr), and only when
-    # this process reads the file itself.
-    if not sys.stderr.isatty() or jobs > 1:
+    if not sys.stderr.isatty():  # progress is for people; pipes and CI get nothing on stderr
         return [run(s) for s in sources]
     columns = (*Progress.get_default_columns(), TransferSpeedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        return [run(_with_progress(s, progress)) for s in sources]
+        return [run(_with_progress(s, progress, jobs)) for s in sources]
 
 
 PATTERNS_OPTION = click.option(
@@ -132,9 +135,9 @@ def cli() -> None:
     "--jobs",
     "-j",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Skim each big plain file with N processes (not compressed input, stdin or --full-parse).",
+    default=None,
+    help="Skim each plain file with N processes (default: one below 64 MiB, else one per CPU, "
+    "up to 4; compressed input, stdin and --full-parse use one).",
 )
 @click.option("--debug", is_flag=True, help="Show Python tracebacks of internal errors.")
 def diagnose(
@@ -144,7 +147,7 @@ def diagnose(
     pattern_dirs: tuple[Path, ...],
     redact: bool,
     full_parse: bool,
-    jobs: int,
+    jobs: int | None,
     debug: bool,
 ) -> None:
     """Diagnose vLLM logs: files, directories, compressed logs, or - for stdin.
@@ -158,7 +161,7 @@ def diagnose(
     if not paths and sys.stdin.isatty():
         raise click.UsageError("give a PATH, or pipe a log in: cat vllm.log | vlogscope diagnose -")
     try:
-        diagnoses = _diagnose_all(paths, pattern_dirs, redact, full_parse, jobs)
+        diagnoses = _diagnose_all(paths, pattern_dirs, redact, full_parse, jobs or 0)
     except (InputError, SignatureError) as exc:
         if debug:
             raise

@@ -50,7 +50,7 @@ from vlogscope.signatures import (
     load_signatures,
 )
 from vlogscope.skim import RoutineRun, skim
-from vlogscope.skim_parallel import skim_file
+from vlogscope.skim_parallel import auto_jobs, skim_file
 from vlogscope.source import PhysicalLine, Source
 
 # Levels whose records every signature is tried on; INFO/DEBUG records only
@@ -171,15 +171,18 @@ def read_events(
     `routine_columns` too, those events carry their lines as Arrow columns
     (for DataFrames; routine lines are then not redacted, so not with a redactor).
     With `jobs` > 1, a plain file is skimmed by that many processes
-    (skim_parallel.py); compressed input and pipes are read by this one.
+    (skim_parallel.py), and with 0 by as many as its size calls for
+    (`auto_jobs`); compressed input and pipes are read by this one.
     """
     if routine_columns and redactor is not None:
         raise ValueError("routine columns are not redacted: use one or the other")
 
     def skimmer(stream: BinaryIO) -> Iterator[PhysicalLine | RoutineRun]:
         plain = isinstance(stream, io.BufferedReader)  # not wrapped in a decompressor
-        if jobs > 1 and plain and source.path is not None:
-            return skim_file(source.path, jobs, routine_columns)
+        if plain and source.path is not None:
+            processes = jobs or auto_jobs(source.path.stat().st_size)
+            if processes > 1:
+                return skim_file(source.path, processes, routine_columns)
         return skim(stream, columns=routine_columns)
 
     def records() -> Iterator[Record | RoutineRun]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -40,9 +41,20 @@ from vlogscope.source import PhysicalLine
 MIN_RANGE_BYTES = 1 << 20
 MAX_RANGE_BYTES = 16 << 20
 RANGES_PER_JOB = 4
+# `--jobs` left to vlogscope: files this big are skimmed by up to AUTO_MAX_JOBS
+# processes (one per CPU); smaller ones are done before workers would start.
+AUTO_MIN_BYTES = 64 << 20
+AUTO_MAX_JOBS = 4
 _SCAN_BYTES = 1 << 16
 
 Item = PhysicalLine | RoutineRun
+
+
+def auto_jobs(size: int) -> int:
+    """How many processes skim a `size`-byte plain file when the user did not say."""
+    if size < AUTO_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, AUTO_MAX_JOBS))
 
 
 def range_bytes(size: int, jobs: int) -> int:
