@@ -258,3 +258,26 @@ def test_port_in_use_fix_names_the_requested_port() -> None:
     root = d.root_cause
     assert root is not None and root.category == "port-in-use"
     assert "grep :19000" in root.fix[0]
+
+
+_WAITING = (
+    "(APIServer pid=1) DEBUG 08-09 20:55:{s:02d} [v1/engine/utils.py:1262] "
+    "Waiting for 1 local, 0 remote core engine proc(s) to start."
+)
+
+
+def test_a_log_that_ends_waiting_for_engine_cores_is_a_startup_hang() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:12]
+    text = "\n".join([*head, *(_WAITING.format(s=i * 5) for i in range(8))])
+    d = _diagnose_text(text)
+    assert d.verdict is Verdict.FAILED
+    assert d.root_cause is not None and d.root_cause.id == "startup-hang/waiting-for-engine-cores"
+    assert "8 times in a row" in d.root_cause.explanation
+
+
+def test_waiting_for_engine_cores_during_a_start_up_that_goes_on_is_not_a_hang() -> None:
+    lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    text = "\n".join([*lines[:12], *(_WAITING.format(s=i * 5) for i in range(8)), *lines[12:]])
+    d = _diagnose_text(text)
+    assert d.verdict is Verdict.HEALTHY
+    assert all(f.category != "startup-hang" for f in d.findings)

@@ -33,9 +33,11 @@ from vlogscope.needles import may_match
 from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
+    WaitingStreak,
     engine_died_silently,
     is_residue_candidate,
     kv_dtype_from_checkpoint,
+    startup_stalled,
     unrecognized_error,
 )
 from vlogscope.runs import RunSplitter
@@ -253,6 +255,7 @@ class RunBuilder:
         self.index, self.signatures = index, signatures
         self.guard = guard or SignatureGuard()
         self.collector = FactCollector()
+        self.waiting = WaitingStreak()
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
         self._shapes: dict[tuple[str, str], tuple[Signature, ...]] = {}
@@ -270,6 +273,7 @@ class RunBuilder:
         if event.kind is not EventKind.UNPARSED or "vllm" in event.message.lower():
             self.vllm_lines += event.lines
         self.collector.observe(event)
+        self.waiting.observe(event)
         found = self._matches(event)
         for m in found:
             self._keep(m)
@@ -333,12 +337,14 @@ class RunBuilder:
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
         unrecognized = None if has_error else unrecognized_error(self.unexplained)
-        silent = None
+        stalled = silent = None
         if not has_error and unrecognized is None:
-            silent = engine_died_silently(facts, self.last_event)
+            stalled = startup_stalled(self.waiting, facts)
+            silent = None if stalled else engine_died_silently(facts, self.last_event)
         extra = [
             kv_dtype_from_checkpoint(facts, findings, stopped and not has_error),
             unrecognized,
+            stalled,
             silent,
         ]
         findings.extend(f for f in extra if f is not None)

@@ -236,6 +236,71 @@ def engine_died_silently(facts: Facts, last_event: Event | None) -> Finding | No
     )
 
 
+# vLLM's API server says this every ~10 s while its engine core processes start.
+_WAITING_FOR_ENGINES = re.compile(
+    r"Waiting for (?P<local>\d+) local, (?P<remote>\d+) remote core engine proc\(s\) to start"
+)
+# Printed this many times in a row at the end of a log: start-up stalled (~1 minute).
+STALL_MIN_REPEATS = 6
+
+
+class WaitingStreak:
+    """Consecutive "Waiting for N local, M remote core engine proc(s)" records.
+
+    A start-up that progresses prints them a few times between other records;
+    one that stalls prints nothing else until the log ends.  Any other record
+    (not a routine run) breaks the streak.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []  # the first and the latest of the streak
+        self.count = 0
+
+    def observe(self, event: Event) -> None:
+        if event.kind is EventKind.ROUTINE:
+            return
+        if _WAITING_FOR_ENGINES.search(event.message):
+            self.events = [self.events[0] if self.events else event, event]
+            self.count += 1
+        else:
+            self.events, self.count = [], 0
+
+
+def startup_stalled(streak: WaitingStreak, facts: Facts) -> Finding | None:
+    """The log ends while the API server is still waiting for its engine cores."""
+    if streak.count < STALL_MIN_REPEATS or facts.value("startup_complete"):
+        return None
+    first, last = streak.events
+    m = _WAITING_FOR_ENGINES.search(last.message)
+    waiting_for = f"{m['local']} local and {m['remote']} remote" if m else "its"
+    since = f"from {first.time} to {last.time}" if first.time and last.time else ""
+    return Finding(
+        id="startup-hang/waiting-for-engine-cores",
+        category="startup-hang",
+        severity=Severity.ERROR,
+        title=f"Start-up stalled: the API server waited for {waiting_for} engine core process(es)",
+        explanation=(
+            f"The API server printed `{last.message}` {streak.count} times in a row "
+            f"{since} (lines {first.line}–{last.line_numbers[-1]}) and the log ends there: "
+            "an engine core process never finished starting (stuck in distributed set-up, "
+            "weight loading from slow storage, or a collective waiting for a peer)."
+        ).replace("  ", " "),
+        fix=(
+            "Look at the engine core and worker processes' own output for their last step; "
+            "with VLLM_LOGGING_LEVEL=DEBUG and NCCL_DEBUG=INFO they say where they stopped.",
+            "Check that every GPU is visible and free (GPU sharing layers, other processes), "
+            "and that NCCL can use the network or shared memory (`--ipc=host`, `--shm-size`).",
+        ),
+        evidence=(
+            Evidence(first.line, first.texts[0]),
+            Evidence(last.line_numbers[-1], last.texts[-1]),
+        ),
+        confidence=0.6,
+        role=Role.CAUSE,
+        priority=40,
+    )
+
+
 def unrecognized_error(events: Sequence[Event]) -> Finding | None:
     """A traceback no signature explains still means the run failed: say so, plainly."""
     for event in events:
