@@ -41,7 +41,7 @@ def test_corpus_accuracy_is_measured_and_nothing_crashes(corpus: Path) -> None:
 def test_held_out_logs_are_measured_and_nothing_crashes(holdout: Path) -> None:
     """The sets in bench/holdout ship with the repository, so this runs everywhere."""
     outcomes = evaluate(holdout)
-    assert len(outcomes) >= 15
+    assert len(outcomes) >= 5
     assert [o for o in outcomes if o.error] == []
     ACCURACY_REPORT.append(f"== holdout {holdout.name} ({len(outcomes)} logs)")
     ACCURACY_REPORT.append(summarize(outcomes).table())
