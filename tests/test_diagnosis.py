@@ -281,3 +281,18 @@ def test_waiting_for_engine_cores_during_a_start_up_that_goes_on_is_not_a_hang()
     d = _diagnose_text(text)
     assert d.verdict is Verdict.HEALTHY
     assert all(f.category != "startup-hang" for f in d.findings)
+
+
+def test_a_log_that_stops_while_weight_shards_load_is_not_healthy() -> None:
+    d = _diagnose_text(
+        "\n".join(
+            [
+                "DEBUG 07-15 07:11:31 [diffusers_loader.py:346] Loading weights on npu:0 ...",
+                "Multi-thread loading shards:   0% Completed | 0/32 [00:00<?, ?it/s]",
+                _WAITING.format(s=34),
+            ]
+        )
+    )
+    assert d.verdict is Verdict.FAILED
+    assert d.facts.value("last_phase") == "weight loading"
+    assert d.root_cause is not None and d.root_cause.category == "engine-died-silently"

@@ -38,7 +38,13 @@ PHASES = (
         re.compile(r"non-default args:|^args: |vLLM API server version|█"),
         records_only=True,
     ),
-    Phase("engine configuration", re.compile(r"LLM engine \(v|Resolved architecture:")),
+    Phase(
+        "engine configuration",
+        re.compile(
+            r"LLM engine \(v|Resolved architecture:"
+            r"|Waiting for \d+ local, \d+ remote core engine"  # the API server, engines starting
+        ),
+    ),
     Phase(
         "distributed set-up",
         re.compile(
@@ -49,7 +55,8 @@ PHASES = (
     Phase(
         "weight loading",
         re.compile(
-            r"Starting to load model|Loading model from scratch|checkpoint shards"
+            r"Starting to load model|Loading model from scratch|checkpoint shards|loading shards"
+            r"|Loading weights on "
             r"|Loading weights took|[Mm]odel (?:loading|weights) took"
         ),
     ),
