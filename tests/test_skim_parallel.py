@@ -193,3 +193,18 @@ def test_automatic_jobs_split_only_big_files(
     assert _json(path, jobs=0) == _json(path, jobs=1) and calls == []
     monkeypatch.setattr(skim_parallel, "AUTO_MIN_BYTES", 1)
     assert _json(path, jobs=0) == _json(path, jobs=1) and calls == [2]
+
+
+@pytest.mark.usefixtures("small_ranges")
+def test_without_worker_processes_one_process_does_the_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Some containers cannot create multiprocessing's locks: fall back, do not fail."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(38, "Function not implemented")
+
+    path = max(LOGS, key=lambda p: p.stat().st_size)
+    expected = _json(path, jobs=1)
+    monkeypatch.setattr(skim_parallel, "ProcessPoolExecutor", refuse)
+    assert _json(path, jobs=2) == expected

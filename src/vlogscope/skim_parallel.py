@@ -139,6 +139,15 @@ def _context() -> BaseContext:
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
+def _pool(jobs: int) -> ProcessPoolExecutor | None:
+    """Worker processes, or None where this system cannot make them (no
+    /dev/shm for multiprocessing's locks in some containers): then one process."""
+    try:
+        return ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+    except (OSError, NotImplementedError, ImportError):
+        return None
+
+
 def _last_line(items: list[Item]) -> int:
     if not items:
         return 0
@@ -153,13 +162,14 @@ def skim_file(path: Path, jobs: int, columns: bool = False) -> Iterator[Item]:
     boundaries of one process); every line is still counted exactly once.
     """
     ranges = byte_ranges(path, range_bytes(path.stat().st_size, jobs))
-    if jobs <= 1 or len(ranges) <= 1:
+    pool = _pool(jobs) if jobs > 1 and len(ranges) > 1 else None
+    if pool is None:
         with path.open("rb") as stream:
             yield from skim(stream, columns=columns)
         return
     todo = iter(ranges)
     base, looking = 0, True  # lines before this range; the sequential skim's serving search
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
+    with pool:
         first = [next(todo) for _ in range(min(2 * jobs, len(ranges)))]
         pending: deque[Future[tuple[list[Item], Any]]] = deque(
             pool.submit(skim_range, str(path), *r, columns) for r in first
