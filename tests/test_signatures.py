@@ -200,3 +200,21 @@ def test_signature_fixture_logs_must_fire_and_ignores_must_not(tmp_path: Path) -
     sigs = {k: v for k, v in load_signatures([tmp_path / "fx"]).items() if k == "other/site-oom"}
     messages = sorted(p.message for p in run_tests(sigs, []))
     assert messages == [f"did not fire on {healthy}", "fixture /no/such.log not found"]
+
+
+def test_the_shipped_catalog_compiles_lazily_and_lint_catches_a_broken_pattern(
+    tmp_path: Path,
+) -> None:
+    """Built-in regexes compile on first use (start-up cost); lint compiles them all."""
+    from vlogscope.signatures import LazyPattern, load_file
+
+    builtin = load_signatures()
+    assert all(isinstance(s.message, LazyPattern) for s in builtin.values() if s.message)
+    path = _write(
+        tmp_path / "lazy", "bad.toml", USER_SIG.format(id="other/bad", title="t", regex="(unclosed")
+    )
+    [sig] = load_file(path, lazy=True)
+    messages = [p.message for p in lint({sig.id: sig}, [tmp_path / "lazy"])]
+    assert any("not a valid regex" in m for m in messages)
+    with pytest.raises(SignatureError, match=r"bad match\.message"):
+        load_signatures([tmp_path / "lazy"])  # a user folder is compiled when loaded

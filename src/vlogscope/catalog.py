@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from vlogscope.pipeline import event_matches, read_events
 from vlogscope.signatures import Signature
 from vlogscope.source import Source
@@ -157,6 +159,16 @@ def _backtracks(pattern: Any) -> bool:
     return False
 
 
+def _compile_error(pattern: str) -> str | None:
+    """Why a pattern does not compile (the shipped catalog compiles lazily, so
+    lint is where a broken built-in pattern shows), or None."""
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        return str(exc)
+    return None
+
+
 def lint(signatures: Mapping[str, Signature], roots: Iterable[Path]) -> list[Problem]:
     """Static checks of every signature: shape, tests present, safe regexes."""
     tested: set[str] = set()
@@ -181,10 +193,15 @@ def lint(signatures: Mapping[str, Signature], roots: Iterable[Path]) -> list[Pro
             problem("no test: add a `# ruleid:` block in patterns/tests/ or tests.fires")
         if not sig.fix:
             problem("no fix text")
+        for what, pattern in (("frame", sig.frame), ("path", sig.path)):
+            if pattern is not None and (error := _compile_error(pattern.pattern)):
+                problem(f"match.{what} is not a valid regex: {error}")
         for what, pattern in (("message", sig.message), ("exception", sig.exception)):
             if pattern is None:
                 continue
-            if _NESTED_QUANTIFIER.search(pattern.pattern):
+            if error := _compile_error(pattern.pattern):
+                problem(f"match.{what} is not a valid regex: {error}")
+            elif _NESTED_QUANTIFIER.search(pattern.pattern):
                 problem(f"match.{what} nests quantifiers, which can backtrack catastrophically")
             elif _backtracks(pattern):
                 problem(f"match.{what} takes over {_LINT_TIMEOUT_S}s on adversarial input")

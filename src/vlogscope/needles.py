@@ -108,3 +108,14 @@ def _item(op: Any, arg: Any) -> Needles | None:
 def may_match(needles: Needles | None, text: str) -> bool:
     """False only when `text` holds none of the needles, so the search cannot match."""
     return needles is None or any(n in text for n in needles)
+
+
+def present_needles(every_needle: Needles, text: str) -> Needles:
+    """Which of many signatures' needles occur in `text`: one pass for all of
+    them, after which each signature's test is a set intersection."""
+    return frozenset(n for n in every_needle if n in text)
+
+
+def may_match_present(needles: Needles | None, present: Needles) -> bool:
+    """`may_match`, given `present_needles` of the same text."""
+    return needles is None or not needles.isdisjoint(present)

@@ -29,7 +29,7 @@ from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import UnwrappedLine, unwrap
 from vlogscope.facts import FactCollector, Facts
 from vlogscope.findings import Finding, from_matches, rank
-from vlogscope.needles import may_match
+from vlogscope.needles import Needles, may_match, may_match_present, present_needles
 from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
@@ -210,9 +210,16 @@ def _is_binary_noise(text: str) -> bool:
 
 
 def event_matches(
-    event: Event, signatures: Iterable[Signature], guard: SignatureGuard | None = None
+    event: Event,
+    signatures: Iterable[Signature],
+    guard: SignatureGuard | None = None,
+    every_needle: Needles | None = None,
 ) -> list[Match]:
-    """The matches an event keeps, with the same filters `analyze` applies."""
+    """The matches an event keeps, with the same filters `analyze` applies.
+
+    `every_needle`, the union of the signatures' needles, lets one pass over
+    the event's text serve all of them (`RunBuilder` keeps it).
+    """
     if event.kind is EventKind.ROUTINE or (
         event.kind is EventKind.UVICORN and event.level == "INFO"
     ):
@@ -221,14 +228,15 @@ def event_matches(
         return []
     guard = guard or SignatureGuard()
     texts = candidate_texts(event)
-    every_text = "\n".join(text for _, text in texts)  # one substring test per signature
-    return _best_matches(
-        m
-        for sig in signatures
-        if _tried(sig, event)
-        and may_match(sig.needles, every_text)
-        and (m := guard.matches(sig, event, texts))
-    )
+    every_text = "\n".join(text for _, text in texts)
+    if every_needle is None:
+        possible = [s for s in signatures if _tried(s, event) and may_match(s.needles, every_text)]
+    else:
+        present = present_needles(every_needle, every_text)
+        possible = [
+            s for s in signatures if _tried(s, event) and may_match_present(s.needles, present)
+        ]
+    return _best_matches(m for sig in possible if (m := guard.matches(sig, event, texts)))
 
 
 # Matches kept per signature beyond the first of each process: evidence shows at
@@ -256,6 +264,7 @@ class RunBuilder:
         self.guard = guard or SignatureGuard()
         self.collector = FactCollector()
         self.waiting = WaitingStreak()
+        self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
         self._shapes: dict[tuple[str, str], tuple[Signature, ...]] = {}
@@ -294,11 +303,11 @@ class RunBuilder:
             or event.exceptions
             or event.kind not in (EventKind.RECORD, EventKind.UNPARSED)
         ):
-            return event_matches(event, self.signatures, self.guard)
+            return event_matches(event, self.signatures, self.guard, self.every_needle)
         shape = (event.level or str(event.kind), _DIGITS.sub("0", event.message))
         known = self._shapes.get(shape)
         if known is None:
-            found = event_matches(event, self.signatures, self.guard)
+            found = event_matches(event, self.signatures, self.guard, self.every_needle)
             self._shapes[shape] = tuple(m.signature for m in found)
             return found
         process = (event.process, event.pid)

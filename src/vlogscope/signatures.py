@@ -145,11 +145,41 @@ def builtin_patterns_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "patterns"
 
 
-def _compile(source: Path, sig_id: str, pattern: object, what: str) -> Any:
+class LazyPattern:
+    """A `regex` pattern compiled on its first search.
+
+    Compiling the catalog costs more than reading a start-up log, and a
+    diagnosis searches only the patterns whose needles occur in some line, so
+    the shipped catalog (compiled and tested in CI) is compiled as it is used.
+    User folders are compiled when loaded, so that a bad pattern is reported
+    at once.
+    """
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: Any = None
+
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            self._compiled = regex.compile(self.pattern)
+        return self._compiled
+
+    def search(self, text: str, **options: Any) -> Any:
+        return self.compiled().search(text, **options)
+
+    def __getattr__(self, name: str) -> Any:  # groupindex, flags, ...: the compiled pattern's
+        return getattr(self.compiled(), name)
+
+
+def _compile(source: Path, sig_id: str, pattern: object, what: str, lazy: bool) -> Any:
     if pattern is None:
         return None
     if not isinstance(pattern, str):
         raise SignatureError(f"{source}: signature {sig_id!r}: match.{what} must be a string")
+    if lazy:
+        return LazyPattern(pattern)
     try:
         return regex.compile(pattern)
     except regex.error as exc:
@@ -166,7 +196,7 @@ def _strings(value: object, source: Path, sig_id: str, what: str) -> tuple[str, 
     raise SignatureError(f"{source}: signature {sig_id!r}: {what} must be a list of strings")
 
 
-def _parse(table: Mapping[str, Any], source: Path) -> Signature:
+def _parse(table: Mapping[str, Any], source: Path, lazy: bool = False) -> Signature:
     sig_id = table.get("id")
     if not isinstance(sig_id, str) or not sig_id:
         raise SignatureError(f"{source}: a [[signature]] has no id")
@@ -201,10 +231,10 @@ def _parse(table: Mapping[str, Any], source: Path) -> Signature:
         fix=_strings(table.get("fix"), source, sig_id, "fix"),
         references=_strings(table.get("references"), source, sig_id, "references"),
         versions=table.get("versions"),
-        message=_compile(source, sig_id, match.get("message"), "message"),
-        exception=_compile(source, sig_id, match.get("exception"), "exception"),
-        frame=_compile(source, sig_id, match.get("frame"), "frame"),
-        path=_compile(source, sig_id, match.get("path"), "path"),
+        message=_compile(source, sig_id, match.get("message"), "message", lazy),
+        exception=_compile(source, sig_id, match.get("exception"), "exception", lazy),
+        frame=_compile(source, sig_id, match.get("frame"), "frame", lazy),
+        path=_compile(source, sig_id, match.get("path"), "path", lazy),
         levels=frozenset(_strings(match.get("levels"), source, sig_id, "levels")),
         kinds=kinds,
         tests=SignatureTests(
@@ -216,7 +246,8 @@ def _parse(table: Mapping[str, Any], source: Path) -> Signature:
     )
 
 
-def load_file(path: Path) -> list[Signature]:
+def load_file(path: Path, lazy: bool = False) -> list[Signature]:
+    """The signatures of one TOML file; `lazy` compiles their regexes on first use."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -226,7 +257,7 @@ def load_file(path: Path) -> list[Signature]:
     tables = data.get("signature", [])
     if not isinstance(tables, list):
         raise SignatureError(f"{path}: `signature` must be an array of tables ([[signature]])")
-    return [_parse(table, path) for table in tables]
+    return [_parse(table, path, lazy) for table in tables]
 
 
 def pattern_dirs(extra_dirs: Iterable[Path] = ()) -> list[Path]:
@@ -238,11 +269,12 @@ def pattern_dirs(extra_dirs: Iterable[Path] = ()) -> list[Path]:
 def load_signatures(extra_dirs: Iterable[Path] = ()) -> dict[str, Signature]:
     """Every signature of `pattern_dirs(extra_dirs)`; a later folder's id wins."""
     by_id: dict[str, Signature] = {}
+    builtin = builtin_patterns_dir()
     for directory in pattern_dirs(extra_dirs):
         if not directory.is_dir():
             raise SignatureError(f"{directory}: patterns folder does not exist")
         for path in sorted(directory.glob("*.toml")):
-            for sig in load_file(path):
+            for sig in load_file(path, lazy=directory == builtin):
                 by_id[sig.id] = sig
     return by_id
 
