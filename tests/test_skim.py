@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from support import FIXTURES, corpus_logs, generated_log, needs_genlog
 from vlogscope.envelope import strip_escapes
@@ -126,3 +128,25 @@ def test_stats_lines_under_pressure_are_not_counted_in_bulk(stats: bytes, routin
     items = list(skim(io.BytesIO(ok + line + b"\n" + ok)))
     counted = sum(i.count for i in items if isinstance(i, RoutineRun))
     assert counted == (3 if routine else 2)
+
+
+_STATS_PIECES = [
+    "Preemptions: ",
+    "KV cache usage: ",
+    "0",
+    "1",
+    "9",
+    "93",
+    "100",
+    ".5",
+    "%",
+    ", ",
+    "x",
+]
+
+
+@given(st.lists(st.sampled_from(_STATS_PIECES), max_size=12).map("".join))
+def test_the_pressure_shortcut_agrees_with_the_pattern(message: str) -> None:
+    from vlogscope.skim import _HOT_STATS, _under_pressure
+
+    assert _under_pressure(message) is (_HOT_STATS.search(message) is not None)

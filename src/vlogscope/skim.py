@@ -110,9 +110,22 @@ def _routine_part(data: bytes, start: int, stop: int) -> tuple[int, Stats]:
         stop = data.rfind(b"\n", start, cr) + 1 or start
     stats = _stats_lines(data, start, stop)
     for i, (line_start, message) in enumerate(stats):
-        if _HOT_STATS.search(message):
+        if _under_pressure(message):
             return line_start, stats[:i]
     return stop, stats
+
+
+def _under_pressure(message: str) -> bool:
+    """`_HOT_STATS.search(message)`, with substring tests first: every V1 stats
+    line names its preemptions and KV-cache usage, few are under pressure."""
+    at = message.find("Preemptions: ")
+    if at >= 0:
+        if message[at + 13 : at + 14] in "123456789" and at + 13 < len(message):
+            return True
+        if message.find("Preemptions: ", at + 1) >= 0:  # not a stats line's shape
+            return _HOT_STATS.search(message) is not None
+    nearly_full = "KV cache usage: 9" in message or "KV cache usage: 100" in message
+    return nearly_full and _HOT_STATS.search(message) is not None
 
 
 def _stats_lines(data: bytes, start: int, stop: int) -> Stats:
