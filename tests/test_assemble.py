@@ -150,29 +150,21 @@ def test_a_frame_remembers_the_call_on_its_source_line() -> None:
     ]
 
 
-def test_a_bare_assertion_error_takes_its_assert_line_as_message() -> None:
-    """`AssertionError` alone says nothing; the `assert` line above it says what failed."""
+def _raised(code: str, exception: str) -> str:
+    """The message of the exception of a one-frame traceback."""
     [event] = _events(
         "Traceback (most recent call last):",
         '  File "/x/vllm/model_executor/layers/linear.py", line 812, in __init__',
-        "    assert self.total_num_kv_heads % tp_size == 0",
-        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
-        "AssertionError",
+        f"    {code}",
+        "           ^^^^^^^^^^^^^^^^^^^^",
+        exception,
     )
-    assert (
-        str(event.exceptions[-1]) == "AssertionError: assert self.total_num_kv_heads % tp_size == 0"
-    )
-    [stated] = _events(
-        "Traceback (most recent call last):",
-        '  File "/x/a.py", line 1, in f',
-        "    assert ok, 'why'",
-        "AssertionError: why",
-    )
-    assert stated.exceptions[-1].message == "why"
-    [raised] = _events(
-        "Traceback (most recent call last):",
-        '  File "/x/a.py", line 1, in f',
-        "    raise AssertionError()",
-        "AssertionError",
-    )
-    assert raised.exceptions[-1].message == ""
+    return event.exceptions[-1].message
+
+
+def test_a_bare_assertion_error_takes_its_assert_line_as_message() -> None:
+    """`AssertionError` alone says nothing; the `assert` line above it says what failed."""
+    assert_line = "assert self.total_num_kv_heads % tp_size == 0"
+    assert _raised(assert_line, "AssertionError") == assert_line
+    assert _raised("assert ok, 'why'", "AssertionError: why") == "why"
+    assert _raised("raise AssertionError()", "AssertionError") == ""

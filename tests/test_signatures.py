@@ -107,37 +107,35 @@ def test_lint_flags_catastrophic_regexes_and_missing_tests(tmp_path: Path) -> No
     assert any("no test" in m for m in messages)
 
 
-def test_patterns_test_says_which_block_should_have_fired(tmp_path: Path) -> None:
-    folder = tmp_path / "site"
-    _write(
-        folder,
-        "site.toml",
-        USER_SIG.format(id="other/site-rule", title="t", regex="frobnicator exploded"),
-    )
-    _write(
-        folder / "tests",
-        "site.log",
-        "# ruleid: other/site-rule\nERROR 05-14 09:10:07 [x.py:1] the frobnicator melted\n\n# ok: other/site-rule\nERROR 05-14 09:10:07 [x.py:1] all good\n",
-    )
+def _patterns_test(folder: Path, rule: str, test_log: str) -> tuple[int, str]:
+    """`vlogscope patterns test` over a user folder of one rule and its test log."""
+    _write(folder, "rule.toml", rule)
+    _write(folder / "tests", "rule.log", test_log)
     result = run_cli("patterns", "test", "--patterns", str(folder))
-    assert result.returncode == 1
-    out = result.stdout.decode()
-    assert "site.log:2: other/site-rule: should have matched but did not: ERROR 05-14" in out
+    return result.returncode, result.stdout.decode()
+
+
+def test_patterns_test_says_which_block_should_have_fired(tmp_path: Path) -> None:
+    code, out = _patterns_test(
+        tmp_path / "site",
+        USER_SIG.format(id="other/site-rule", title="t", regex="frobnicator exploded"),
+        "# ruleid: other/site-rule\nERROR 05-14 09:10:07 [x.py:1] the frobnicator melted\n\n"
+        "# ok: other/site-rule\nERROR 05-14 09:10:07 [x.py:1] all good\n",
+    )
+    assert code == 1
+    assert "rule.log:2: other/site-rule: should have matched but did not: ERROR 05-14" in out
 
 
 def test_patterns_test_fails_an_info_rule_whose_lines_diagnose_never_reads(tmp_path: Path) -> None:
     """An INFO line the skim counts as routine never reaches signatures: say so."""
-    folder = tmp_path / "info"
     rule = USER_SIG.format(id="other/info-rule", title="t", regex="Frobnicator is warming up")
-    _write(folder, "info.toml", rule + 'levels = ["INFO"]\n')
-    _write(
-        folder / "tests",
-        "info.log",
+    code, out = _patterns_test(
+        tmp_path / "info",
+        rule + 'levels = ["INFO"]\n',
         "# ruleid: other/info-rule\nINFO 05-14 09:10:07 [x.py:1] Frobnicator is warming up\n",
     )
-    result = run_cli("patterns", "test", "--patterns", str(folder))
-    assert result.returncode == 1
-    assert "info.log:2: other/info-rule: should have matched but did not" in result.stdout.decode()
+    assert code == 1
+    assert "rule.log:2: other/info-rule: should have matched but did not" in out
 
 
 def test_builtin_catalog_passes_its_own_tests_and_lint() -> None:
