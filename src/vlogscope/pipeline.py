@@ -29,7 +29,7 @@ from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import UnwrappedLine, unwrap
 from vlogscope.facts import FactCollector, Facts
 from vlogscope.findings import Finding, from_matches, rank
-from vlogscope.needles import Needles, may_match, may_match_present, present_needles
+from vlogscope.needles import Needles, may_match_present, present_needles
 from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
@@ -217,8 +217,10 @@ def event_matches(
 ) -> list[Match]:
     """The matches an event keeps, with the same filters `analyze` applies.
 
-    `every_needle`, the union of the signatures' needles, lets one pass over
-    the event's text serve all of them (`RunBuilder` keeps it).
+    One pass over the event's text finds which of the signatures' needles
+    occur (`every_needle`, their union, is worked out here unless the caller
+    keeps it, as `RunBuilder` does); only signatures with a needle present,
+    or none at all, are searched.
     """
     if event.kind is EventKind.ROUTINE or (
         event.kind is EventKind.UVICORN and event.level == "INFO"
@@ -228,14 +230,11 @@ def event_matches(
         return []
     guard = guard or SignatureGuard()
     texts = candidate_texts(event)
-    every_text = "\n".join(text for _, text in texts)
+    signatures = list(signatures)
     if every_needle is None:
-        possible = [s for s in signatures if _tried(s, event) and may_match(s.needles, every_text)]
-    else:
-        present = present_needles(every_needle, every_text)
-        possible = [
-            s for s in signatures if _tried(s, event) and may_match_present(s.needles, present)
-        ]
+        every_needle = frozenset().union(*(s.needles or () for s in signatures))
+    present = present_needles(every_needle, "\n".join(text for _, text in texts))
+    possible = [s for s in signatures if _tried(s, event) and may_match_present(s.needles, present)]
     return _best_matches(m for sig in possible if (m := guard.matches(sig, event, texts)))
 
 

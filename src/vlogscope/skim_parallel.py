@@ -33,7 +33,7 @@ from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
-from vlogscope.skim import RoutineRun, skim
+from vlogscope.skim import Item, RoutineRun, skim
 from vlogscope.source import PhysicalLine
 
 # Ranges are small enough to balance the load and bound memory, big enough that
@@ -46,8 +46,6 @@ RANGES_PER_JOB = 4
 AUTO_MIN_BYTES = 64 << 20
 AUTO_MAX_JOBS = 4
 _SCAN_BYTES = 1 << 16
-
-Item = PhysicalLine | RoutineRun
 
 
 def auto_jobs(size: int) -> int:
