@@ -296,3 +296,35 @@ def test_a_log_that_stops_while_weight_shards_load_is_not_healthy() -> None:
     assert d.verdict is Verdict.FAILED
     assert d.facts.value("last_phase") == "weight loading"
     assert d.root_cause is not None and d.root_cause.category == "engine-died-silently"
+
+
+_STALL = (
+    "(EngineCore_DP0 pid=243) INFO 03-04 09:17:25 [shm_broadcast.py:681] No available shared "
+    "memory broadcast block found in 60 seconds. This typically happens when some processes are "
+    "hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization)."
+)
+_STATS = (
+    "(APIServer pid=1) INFO 03-04 09:17:33 [loggers.py:271] Engine 000: Avg prompt throughput: "
+    "{prompt} tokens/s, Avg generation throughput: {gen} tokens/s, Running: 1 reqs, Waiting: 0 "
+    "reqs, GPU KV cache usage: 0.7%, Prefix cache hit rate: 0.0%"
+)
+
+
+def _stall_finding(d: Diagnosis) -> Finding:
+    [stall] = [f for f in d.findings if f.id == "startup-hang/shm-broadcast-stall"]
+    return stall
+
+
+def test_a_stall_warning_the_run_moves_on_from_is_information() -> None:
+    lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    d = _diagnose_text("\n".join([*lines, _STALL, _STATS.format(prompt="12.7", gen="0.1")]))
+    stall = _stall_finding(d)
+    assert stall.severity is Severity.INFO
+    assert f"progress afterwards (line {len(lines) + 2})" in stall.explanation
+
+
+def test_a_stall_warning_with_no_progress_after_it_stays_a_warning() -> None:
+    lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    idle = _STATS.format(prompt="0.0", gen="0.0")  # an idle server's stats are not progress
+    d = _diagnose_text("\n".join([*lines, _STATS.format(prompt="9.1", gen="4.0"), _STALL, idle]))
+    assert _stall_finding(d).severity is Severity.WARNING

@@ -33,10 +33,12 @@ from vlogscope.needles import Needles, may_match_present, present_needles
 from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
+    Progress,
     WaitingStreak,
     engine_died_silently,
     is_residue_candidate,
     kv_dtype_from_checkpoint,
+    recovered_stalls,
     startup_stalled,
     unrecognized_error,
 )
@@ -263,6 +265,7 @@ class RunBuilder:
         self.guard = guard or SignatureGuard()
         self.collector = FactCollector()
         self.waiting = WaitingStreak()
+        self.progress = Progress()
         self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
@@ -287,8 +290,10 @@ class RunBuilder:
             self._keep(m)
         if is_residue_candidate(event) and not any(m.explains_event for m in found):
             self.unexplained.append(event)
-        for message in event.samples or ((event.message,) if event.level == "INFO" else ()):
+        stats = event.samples or ((event.message,) if event.level == "INFO" else ())
+        for message in stats:
             self._sample(message)
+        self.progress.observe(event, stats)
 
     def _matches(self, event: Event) -> list[Match]:
         """`event_matches`, remembered per message shape for one-line records.
@@ -341,7 +346,9 @@ class RunBuilder:
 
     def finish(self) -> RunDiagnosis:
         facts = self.collector.facts()
-        findings = from_matches(self.matches, facts)
+        findings = recovered_stalls(
+            from_matches(self.matches, facts), self.progress.last_line(facts)
+        )
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
         unrecognized = None if has_error else unrecognized_error(self.unexplained)

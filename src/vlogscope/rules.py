@@ -15,6 +15,7 @@ Examples:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -264,6 +265,48 @@ class WaitingStreak:
             self.count += 1
         else:
             self.events, self.count = [], 0
+
+
+# A stats line that reports work done: some throughput above zero.
+_MOVING = re.compile(r"throughput: (?:[1-9]|0\.\d*[1-9])")
+
+
+class Progress:
+    """The last line at which a run visibly moved on: a stats line reporting
+    throughput, or (from the facts) the latest start-up milestone.
+
+    A stall warning ("no shared memory broadcast block found in 60 seconds")
+    is a hang only if nothing moves afterwards; long compilations and idle
+    servers print it too.
+    """
+
+    def __init__(self) -> None:
+        self.line = 0
+
+    def observe(self, event: Event, stats: Sequence[str]) -> None:
+        if any(_MOVING.search(message) for message in stats):
+            self.line = event.line_numbers[-1]
+
+    def last_line(self, facts: Facts) -> int:
+        phase = facts.get("last_phase")
+        return max(self.line, phase.line if phase is not None else 0)
+
+
+def recovered_stalls(findings: Sequence[Finding], progress_line: int) -> list[Finding]:
+    """Stall warnings the run moved on from, demoted to information."""
+    kept = []
+    for f in findings:
+        last = max((e.line for e in f.evidence), default=0)
+        if f.category == "startup-hang" and f.severity is Severity.WARNING and last < progress_line:
+            f = dataclasses.replace(
+                f,
+                severity=Severity.INFO,
+                title=f"{f.title} (the run moved on)",
+                explanation=f"{f.explanation} The run made progress afterwards "
+                f"(line {progress_line}), so this was a slow step, not a hang.",
+            )
+        kept.append(f)
+    return kept
 
 
 def startup_stalled(streak: WaitingStreak, facts: Facts) -> Finding | None:
