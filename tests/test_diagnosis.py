@@ -328,3 +328,26 @@ def test_a_stall_warning_with_no_progress_after_it_stays_a_warning() -> None:
     idle = _STATS.format(prompt="0.0", gen="0.0")  # an idle server's stats are not progress
     d = _diagnose_text("\n".join([*lines, _STATS.format(prompt="9.1", gen="4.0"), _STALL, idle]))
     assert _stall_finding(d).severity is Severity.WARNING
+
+
+def test_an_error_record_that_is_an_exception_line_on_its_own_fails_the_run() -> None:
+    # A paste that starts after the traceback's frames: the exception line is all there is.
+    d = _diagnose_text(
+        "(VllmWorker rank=1 pid=7) ERROR 09-03 03:02:37 [multiproc_executor.py:522]     "
+        "pg.recv([tensor], src, tag).wait()\n"
+        "(VllmWorker rank=1 pid=7) ERROR 09-03 03:02:37 [multiproc_executor.py:522] "
+        "torch_npu.FrobnicateError: the frobnicator is out of order\n"
+    )
+    assert d.verdict is Verdict.FAILED
+    root = _root(d)
+    assert root.id == "other/unrecognized-exception"
+    assert root.title == "Unrecognized error: torch_npu.FrobnicateError"
+    assert root.evidence[0].line == 2
+
+
+def test_an_error_record_that_only_mentions_an_error_is_not_an_exception_line() -> None:
+    d = _diagnose_text(
+        "(APIServer pid=1) ERROR 09-03 03:02:37 [serving.py:12] Error in request: "
+        "RuntimeError: bad request body\n"
+    )
+    assert all(f.id != "other/unrecognized-exception" for f in d.findings)

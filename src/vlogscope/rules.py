@@ -344,27 +344,40 @@ def startup_stalled(streak: WaitingStreak, facts: Facts) -> Finding | None:
     )
 
 
+# An ERROR record that is an exception line on its own: a paste that starts after
+# the traceback's frames (`RuntimeError: ...`, `torch.OutOfMemoryError: ...`).
+_EXCEPTION_RECORD = re.compile(
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)): (?P<message>.*)"
+)
+
+
 def unrecognized_error(events: Sequence[Event]) -> Finding | None:
     """A traceback no signature explains still means the run failed: say so, plainly."""
     for event in events:
         failed = event.kind is EventKind.TRACEBACK or event.level in ("ERROR", "CRITICAL")
         if not event.exceptions and event.frames and failed:
             return _cut_off_traceback(event)
-        exc = event.exceptions[-1] if event.exceptions else None
-        if exc is None or _SHUTDOWN_EXCEPTIONS.search(exc.type):
+        if event.exceptions:
+            exc = event.exceptions[-1]
+            kind, text, line = exc.type, str(exc).splitlines()[0], exc.line
+        elif failed and (m := _EXCEPTION_RECORD.fullmatch(event.message)):
+            kind, text, line = m["type"], event.message, event.line
+        else:
+            continue
+        if _SHUTDOWN_EXCEPTIONS.search(kind):
             continue
         return Finding(
             id="other/unrecognized-exception",
             category="other",
             severity=Severity.ERROR,
-            title=f"Unrecognized error: {exc.type}",
+            title=f"Unrecognized error: {kind}",
             explanation=(
-                f"A traceback ends in `{str(exc).splitlines()[0][:300]}` (line {exc.line}) and "
-                "no signature explains it. Read the traceback's last frames; if this is a vLLM "
-                "failure worth a signature, add one to a patterns folder."
+                f"A traceback ends in `{text[:300]}` (line {line}) and no signature explains "
+                "it. Read the traceback's last frames; if this is a vLLM failure worth a "
+                "signature, add one to a patterns folder."
             ),
             fix=("Read the traceback from its first line; search vLLM's issues for its message.",),
-            evidence=(Evidence(exc.line, str(exc).splitlines()[0], event.process),),
+            evidence=(Evidence(line, text, event.process),),
             confidence=0.3,
             priority=1,
         )
