@@ -351,3 +351,20 @@ def test_an_error_record_that_only_mentions_an_error_is_not_an_exception_line() 
         "RuntimeError: bad request body\n"
     )
     assert all(f.id != "other/unrecognized-exception" for f in d.findings)
+
+
+def test_a_log_that_ends_in_distributed_set_up_is_a_startup_hang() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:14]
+    d = _diagnose_text("\n".join(head))
+    assert d.verdict is Verdict.FAILED
+    root = _root(d)
+    assert root.id == "startup-hang/stopped-in-distributed-setup"
+    assert "NCCL_DEBUG=INFO" in root.fix[0]
+    assert [e.line for e in root.evidence] == [13, 14]
+
+
+def test_a_log_that_ends_after_distributed_set_up_is_not_called_a_hang() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:18]
+    root = _root(_diagnose_text("\n".join(head)))
+    assert root.id == "engine-died-silently/stopped-during-startup"
+    assert "weight loading" in root.title

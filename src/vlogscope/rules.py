@@ -198,7 +198,6 @@ _PHASE_REASONS = {
     ),
     "CUDA graph capture": "GPU memory pressure during capture or a watchdog timeout",
     "torch.compile": "a compiler subprocess killed or a start-up timeout during compilation",
-    "distributed set-up": "a rank that never joined (NCCL/Gloo hang) or a network timeout",
 }
 
 
@@ -207,6 +206,8 @@ def engine_died_silently(facts: Facts, last_event: Event | None) -> Finding | No
     phase = facts.get("last_phase")
     if phase is None or facts.value("startup_complete") or last_event is None:
         return None
+    if phase.value == "distributed set-up":
+        return _stopped_in_distributed_setup(phase, last_event)
     reasons = _PHASE_REASONS.get(
         str(phase.value),
         "the process was killed (OOM killer, SIGKILL from a supervisor or orchestrator "
@@ -230,6 +231,43 @@ def engine_died_silently(facts: Facts, last_event: Event | None) -> Finding | No
         evidence=(
             Evidence(phase.line, f"last start-up phase reached: {phase.value}"),
             Evidence(last_event.line_numbers[-1], last_event.texts[-1]),
+        ),
+        confidence=0.5,
+        role=Role.SYMPTOM,
+        priority=5,
+    )
+
+
+def _stopped_in_distributed_setup(phase: Fact, last_event: Event) -> Finding:
+    """A log that ends in NCCL/Gloo set-up: the ranks are waiting for each other.
+
+    Before the weights load, a process holds little memory, so the OOM killer is
+    an unlikely reason to stop here; a collective that never completes (a rank
+    that cannot reach another over P2P, shared memory or the network) is the
+    classic one, and it hangs without printing anything.
+    """
+    end = last_event.line_numbers[-1]
+    return Finding(
+        id="startup-hang/stopped-in-distributed-setup",
+        category="startup-hang",
+        severity=Severity.ERROR,
+        title="Start-up stops in distributed set-up (NCCL/Gloo) with no error record",
+        explanation=(
+            f"Start-up reached `distributed set-up` (line {phase.line}) and the log ends at line "
+            f"{end} without an error and before any weights load. The ranks were most likely "
+            "waiting in a collective that never completed: one rank cannot reach another "
+            "(GPU peer-to-peer, shared memory or the network), or a rank never started."
+        ),
+        fix=(
+            "Rerun with NCCL_DEBUG=INFO (and VLLM_LOGGING_LEVEL=DEBUG) to see the last transport "
+            "each rank set up; try NCCL_P2P_DISABLE=1 to rule out peer-to-peer over PCIe.",
+            "In containers give shared memory (`--ipc=host` or a large `--shm-size`); across "
+            "hosts set NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to the right interface and open "
+            "the ports between them.",
+        ),
+        evidence=(
+            Evidence(phase.line, f"last start-up phase reached: {phase.value}"),
+            Evidence(end, last_event.texts[-1]),
         ),
         confidence=0.5,
         role=Role.SYMPTOM,
