@@ -368,3 +368,37 @@ def test_a_log_that_ends_after_distributed_set_up_is_not_called_a_hang() -> None
     root = _root(_diagnose_text("\n".join(head)))
     assert root.id == "engine-died-silently/stopped-during-startup"
     assert "weight loading" in root.title
+
+
+def _flashinfer_build_failure(kv: str) -> str:
+    head = "(EngineCore_DP0 pid=9) ERROR 10-27 20:12:32 [core.py:708] "
+    return "\n".join(
+        head + line
+        for line in (
+            "EngineCore failed to start.",
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.12/site-packages/flashinfer/jit/core.py", line 160, '
+            "in build_and_load",
+            "    self.build(verbose)",
+            "RuntimeError: Ninja build failed. Ninja output:",
+            "FAILED: /root/.cache/flashinfer/90/generated/batch_prefill_with_kv_cache_dtype_q_bf16_"
+            f"dtype_kv_{kv}_dtype_o_bf16_head_dim_qk_128_sm90/batch_prefill_ragged_sm90_kernel.cuda.o",
+            "/venv/lib/python3.12/site-packages/flashinfer/data/include/flashinfer/attention/hopper/"
+            'kernel_traits.cuh(74): error: no instance of overloaded function "cute::make_tiled_mma"'
+            " matches the argument list",
+        )
+    )
+
+
+def test_a_flashinfer_build_of_the_fp8_kv_kernel_is_an_unsupported_kv_dtype() -> None:
+    d = _diagnose_text(_flashinfer_build_failure("e4m3"))
+    root = _root(d)
+    assert root.id == "kv-cache-dtype-unsupported/flashinfer-fp8-kv-kernel-build"
+    assert "(e4m3)" in root.title and "--kv-cache-dtype auto" in root.fix[0]
+    [compile_failure] = [f for f in d.findings if f.category == "compile-failure"]
+    assert not compile_failure.root_cause
+
+
+def test_a_flashinfer_build_failure_of_another_kernel_stays_a_compile_failure() -> None:
+    root = _root(_diagnose_text(_flashinfer_build_failure("bf16")))
+    assert root.category == "compile-failure"

@@ -36,6 +36,7 @@ from vlogscope.rules import (
     Progress,
     WaitingStreak,
     engine_died_silently,
+    fp8_kv_kernel_build,
     is_residue_candidate,
     kv_dtype_from_checkpoint,
     recovered_stalls,
@@ -349,6 +350,9 @@ class RunBuilder:
         findings = recovered_stalls(
             from_matches(self.matches, facts), self.progress.last_line(facts)
         )
+        kernel = fp8_kv_kernel_build(self.matches, facts)
+        if kernel is not None:
+            findings.append(kernel)
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
         unrecognized = None if has_error else unrecognized_error(self.unexplained)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from vlogscope.assemble import Event, EventKind
 from vlogscope.facts import Fact, Facts
 from vlogscope.findings import Evidence, Finding
-from vlogscope.signatures import Role, Severity
+from vlogscope.signatures import Match, Role, Severity
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 _FP8 = re.compile(r"fp8|float8", re.IGNORECASE)
@@ -120,6 +120,52 @@ def _shown_text(config: Fact | None, selector: Fact | None) -> str:
             f"{selector.value}, so the override happened after the config line was printed"
         )
     return shown
+
+
+# FlashInfer names a JIT module after its dtypes: `..._dtype_kv_e4m3_...`.
+_FP8_KV_KERNEL = re.compile(r"flashinfer\S*?dtype_kv_(?P<dtype>e4m3|e5m2)")
+
+
+def fp8_kv_kernel_build(matches: Sequence[Match], facts: Facts) -> Finding | None:
+    """A compile failure whose kernel is FlashInfer's fp8-KV attention kernel.
+
+    The compiler error is real, but what the user must change is the KV-cache
+    dtype: FlashInfer compiles one kernel per dtype combination on first use,
+    and its fp8-KV variants do not build for every GPU generation.
+    """
+    for m in matches:
+        if m.signature.category != "compile-failure":
+            continue
+        kernel = next(filter(None, map(_FP8_KV_KERNEL.search, m.event.texts)), None)
+        if kernel is None:
+            continue
+        config = facts.get("kv_cache_dtype")
+        in_force = f" (kv_cache_dtype={config.value}, line {config.line})" if config else ""
+        return Finding(
+            id="kv-cache-dtype-unsupported/flashinfer-fp8-kv-kernel-build",
+            category="kv-cache-dtype-unsupported",
+            severity=Severity.ERROR,
+            title=f"FlashInfer could not build its fp8 ({kernel['dtype']}) KV-cache kernel",
+            explanation=(
+                f"The compile failure at line {m.line} is FlashInfer's just-in-time build of "
+                f"an attention kernel for an fp8 {kernel['dtype']} KV cache{in_force}. FlashInfer "
+                "builds one kernel per dtype combination when it is first used, and its fp8-KV "
+                "variants do not compile for every GPU generation: the fp8 KV cache, not the "
+                "toolchain, is what fails here."
+            ),
+            fix=(
+                "Use `--kv-cache-dtype auto` (the model's dtype), or keep fp8 with another "
+                "attention backend (`--attention-backend FLASH_ATTN`, or VLLM_ATTENTION_BACKEND "
+                "on older versions).",
+                "If fp8 KV with FlashInfer is required, upgrade flashinfer-python to a release "
+                "that lists this GPU for fp8 KV, and clear ~/.cache/flashinfer.",
+            ),
+            evidence=(Evidence(m.line, m.text, m.event.process),),
+            confidence=0.75,
+            priority=82,
+            processes=(m.event.process,) if m.event.process else (),
+        )
+    return None
 
 
 def kv_dtype_from_checkpoint(
