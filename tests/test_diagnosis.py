@@ -402,3 +402,28 @@ def test_a_flashinfer_build_of_the_fp8_kv_kernel_is_an_unsupported_kv_dtype() ->
 def test_a_flashinfer_build_failure_of_another_kernel_stays_a_compile_failure() -> None:
     root = _root(_diagnose_text(_flashinfer_build_failure("bf16")))
     assert root.category == "compile-failure"
+
+
+_V02_CONFIG = (
+    "INFO 01-11 15:51:02 llm_engine.py:70] Initializing an LLM engine with config: "
+    "model='/models/alpaca-2', tokenizer='/models/alpaca-2', tokenizer_mode=auto, revision=None, "
+    "trust_remote_code=False, dtype=torch.float16, max_seq_len=4096, download_dir=None, "
+    "load_format=auto, tensor_parallel_size=1, quantization=None, seed=0)"
+)
+
+
+@pytest.mark.parametrize(("blocks", "fires"), [(229, True), (256, False), (0, False)])
+def test_v0_gpu_blocks_that_hold_less_than_max_model_len_are_insufficient_kv_cache(
+    blocks: int, fires: bool
+) -> None:
+    d = _diagnose_text(
+        f"{_V02_CONFIG}\nINFO 01-11 15:51:18 llm_engine.py:275] # GPU blocks: {blocks}, "
+        "# CPU blocks: 512\n"
+    )
+    assert d.facts.value("max_model_len") == 4096  # the pre-0.4 config line, without a version
+    found = [f for f in d.findings if f.id == "insufficient-kv-cache/blocks-below-max-model-len"]
+    assert bool(found) is fires
+    if fires:
+        assert found[0].title == "The KV cache holds 3,664 tokens; max_model_len is 4,096"
+        assert "--max-model-len 3664" in found[0].fix[0]
+        assert d.root_cause is found[0]

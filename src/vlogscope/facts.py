@@ -85,7 +85,7 @@ _Sink = Callable[[str, PyValue, str], None]
 
 _ENGINE_CONFIG = re.compile(
     r"(?:Initializing an? (?:(?P<engine>V[01]) )?LLM engine|Dumping input data for V1 LLM engine)"
-    r" \(v(?P<version>[^)]+)\) with config: (?P<body>.*)",
+    r"(?: \(v(?P<version>[^)]+)\))? with config: (?P<body>.*)",
     re.DOTALL,
 )
 # Engine config fields surfaced as facts of their own, under clearer names.
@@ -105,13 +105,15 @@ _CONFIG_FACTS = {
 
 
 def _engine_config(message: str, emit: _Sink) -> None:
-    """`Initializing a V1 LLM engine (v0.11.0) with config: model='...', ...`."""
-    if "LLM engine (v" not in message:
+    """`Initializing a V1 LLM engine (v0.11.0) with config: model='...', ...`
+    (before 0.4: `Initializing an LLM engine with config: ...`)."""
+    if "with config: " not in message:
         return
     m = _ENGINE_CONFIG.search(message)
     if m is None:
         return
-    emit("vllm_version", m["version"], "engine config line")
+    if m["version"]:  # before 0.4 the line names no version
+        emit("vllm_version", m["version"], "engine config line")
     emit("engine", m["engine"] or "V0", "engine config line")
     fields = parse_config_fields(m["body"])
     emit("engine_config", fields, "engine config line")

@@ -35,6 +35,7 @@ from vlogscope.redact import Redactor
 from vlogscope.rules import (
     Progress,
     WaitingStreak,
+    blocks_below_max_len,
     engine_died_silently,
     fp8_kv_kernel_build,
     is_residue_candidate,
@@ -350,9 +351,12 @@ class RunBuilder:
         findings = recovered_stalls(
             from_matches(self.matches, facts), self.progress.last_line(facts)
         )
-        kernel = fp8_kv_kernel_build(self.matches, facts)
-        if kernel is not None:
-            findings.append(kernel)
+        for rule_finding in (
+            fp8_kv_kernel_build(self.matches, facts),
+            blocks_below_max_len(facts, findings),
+        ):
+            if rule_finding is not None:
+                findings.append(rule_finding)
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
         unrecognized = None if has_error else unrecognized_error(self.unexplained)

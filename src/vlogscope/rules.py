@@ -168,6 +168,69 @@ def fp8_kv_kernel_build(matches: Sequence[Match], facts: Facts) -> Finding | Non
     return None
 
 
+# V0's default KV-cache block size on CUDA, ROCm, CPU and XPU (HPU and Neuron differ).
+DEFAULT_BLOCK_SIZE = 16
+_OTHER_BLOCK_SIZES = re.compile(r"hpu|neuron|tpu", re.IGNORECASE)
+
+
+def blocks_below_max_len(facts: Facts, findings: Sequence[Finding]) -> Finding | None:
+    """V0 printed `# GPU blocks: N`; N blocks of 16 tokens hold fewer tokens than max_model_len.
+
+    vLLM then refuses to start ("The model's max seq len ... is larger than the
+    maximum number of tokens that can be stored in KV cache"), and a paste that
+    stops before that line still shows both numbers.
+    """
+    blocks, max_len = facts.get("gpu_blocks"), facts.get("max_model_len")
+    if (
+        blocks is None
+        or max_len is None
+        or any(f.category in ("insufficient-kv-cache", "no-kv-cache-memory") for f in findings)
+    ):
+        return None
+    if not isinstance(blocks.value, int) or blocks.value <= 0:
+        return None
+    try:
+        longest = int(str(max_len.value))
+    except ValueError:
+        return None
+    args = facts.value("requested_args")
+    block_size = args.get("block_size") if isinstance(args, dict) else None
+    if block_size is None and _OTHER_BLOCK_SIZES.search(str(facts.value("device", ""))):
+        return None
+    size = int(block_size) if isinstance(block_size, int | str) and str(block_size).isdigit() else 0
+    size = size or DEFAULT_BLOCK_SIZE
+    tokens = blocks.value * size
+    if tokens >= longest:
+        return None
+    return Finding(
+        id="insufficient-kv-cache/blocks-below-max-model-len",
+        category="insufficient-kv-cache",
+        severity=Severity.ERROR,
+        title=f"The KV cache holds {tokens:,} tokens; max_model_len is {longest:,}",
+        explanation=(
+            f"Profiling left {blocks.value:,} KV-cache blocks (line {blocks.line}) of {size} "
+            f"tokens each: {tokens:,} tokens, fewer than one request of max_model_len "
+            f"{longest:,} (line {max_len.line}) needs. vLLM refuses to start in this case."
+        ),
+        fix=(
+            f"Use `--max-model-len {tokens}` (or less), or raise `--gpu-memory-utilization`.",
+            "Or free KV-cache room: more GPUs (`--tensor-parallel-size`), a quantized model, "
+            "or `--enforce-eager` to save CUDA-graph memory.",
+        ),
+        evidence=tuple(
+            sorted(
+                (
+                    Evidence(blocks.line, f"# GPU blocks: {blocks.value}"),
+                    Evidence(max_len.line, f"max_model_len={longest}"),
+                ),
+                key=lambda e: e.line,
+            )
+        ),
+        confidence=0.7,
+        priority=60,
+    )
+
+
 def kv_dtype_from_checkpoint(
     facts: Facts, findings: Sequence[Finding], stopped_mid_startup: bool
 ) -> Finding | None:
