@@ -168,3 +168,43 @@ def test_a_bare_assertion_error_takes_its_assert_line_as_message() -> None:
     assert _raised(assert_line, "AssertionError") == assert_line
     assert _raised("assert ok, 'why'", "AssertionError: why") == "why"
     assert _raised("raise AssertionError()", "AssertionError") == ""
+
+
+_IPYTHON = """\
+---------------------------------------------------------------------------
+KeyError                                  Traceback (most recent call last)
+Cell In[13], line 43
+     40 else:
+     41     raise ValueError(model)
+---> 43 llm = LLM(
+     44     model=model_path,
+     45     dtype="float16",
+
+File ~/envs/py39/lib/python3.9/site-packages/vllm/entrypoints/llm.py:123, in LLM.__init__(self, model)
+    121     **kwargs,
+    122 )
+--> 123 self.llm_engine = LLMEngine.from_engine_args(
+    124     engine_args, usage_context=UsageContext.LLM_CLASS)
+
+File ~/envs/py39/lib/python3.9/site-packages/vllm/model_executor/models/llama.py:412, in LlamaForCausalLM.load_weights(self, weights)
+    410         continue
+--> 412     param = params_dict[name]
+
+KeyError: 'layers.0.attention.wk.weight'
+"""
+
+
+def test_an_ipython_traceback_is_one_event_with_its_frames_and_exception() -> None:
+    [_, event] = _events(*_IPYTHON.splitlines())
+    assert event.kind is EventKind.TRACEBACK and event.lines == _IPYTHON.count("\n") - 1
+    assert [f.function for f in event.frames] == ["<module>", "__init__", "load_weights"]
+    assert [f.calls for f in event.frames] == ["LLM", "from_engine_args", ""]
+    assert event.frames[1].line == 123 and event.frames[1].file.endswith("entrypoints/llm.py")
+    assert event.exception == "KeyError: 'layers.0.attention.wk.weight'"
+
+
+def test_a_cut_off_ipython_traceback_still_names_its_exception_type() -> None:
+    cut = "\n".join(_IPYTHON.splitlines()[:13]) + "\n"
+    [_, event] = _events(*cut.splitlines())
+    assert [e.type for e in event.exceptions] == ["KeyError"]
+    assert event.exceptions[0].line == 2

@@ -427,3 +427,14 @@ def test_v0_gpu_blocks_that_hold_less_than_max_model_len_are_insufficient_kv_cac
         assert found[0].title == "The KV cache holds 3,664 tokens; max_model_len is 4,096"
         assert "--max-model-len 3664" in found[0].fix[0]
         assert d.root_cause is found[0]
+
+
+def test_a_v0_frontend_that_started_its_engine_process_and_stops_is_not_healthy() -> None:
+    d = _diagnose_text(
+        "vllm-1  | INFO 11-18 18:07:17 api_server.py:194] Started engine process with PID 76\n"
+        "vllm-1  | INFO 11-18 18:07:21 config.py:350] This model supports multiple tasks: "
+        "{'embedding', 'generate'}. Defaulting to 'generate'.\n"
+    )
+    assert d.facts.value("last_phase") == "engine configuration"
+    assert d.verdict is Verdict.FAILED
+    assert _root(d).category == "engine-died-silently"

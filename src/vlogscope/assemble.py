@@ -51,6 +51,16 @@ _CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
 )
 _PROCESS_BANNER = re.compile(r"Process [\w\-]+:$")
+# IPython/Jupyter print tracebacks their own way: the type heads them, frames read
+# `File ~/x.py:123, in f(args)` (or `Cell In[13], line 43`; IPython 7:
+# `~/x.py in f(args)`), and code lines carry their line numbers, `-->` at the one running.
+_IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*) +Traceback \(most recent call last\)")
+_IPYTHON_FRAME = re.compile(
+    r"File (?P<file>.+?):(?P<line>[0-9]+), in (?P<func>[\w.<>]+)(?:\(.*)?"
+    r"|Cell In ?\[[0-9]*\], line (?P<cell_line>[0-9]+)"
+    r"|(?P<file7>\S+\.py|<ipython-input-[\w-]+>) in (?P<func7>[\w.<>]+)(?:\(.*)?"
+)
+_IPYTHON_CODE = re.compile(r"(?P<arrow>-*>)? *[0-9]+ (?P<code>.*)|\(\.\.\.\)")
 # The first name applied to arguments in a source line: `a = b.c(` -> `c`.
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.*))?')
@@ -149,6 +159,7 @@ class _Builder:
     open_exception: RaisedException | None = None
     code_expected: bool = False
     last_code: str = ""  # the source line shown under the latest frame
+    ipython: RaisedException | None = None  # the type an IPython traceback's header names
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None, int | None]:
@@ -168,6 +179,14 @@ class _Builder:
         elif stripped in _CHAIN_MARKERS or _PROCESS_BANNER.fullmatch(stripped):
             self._close_exception()
             self.state = _TracebackState.HEADER
+        elif self.state is not _TracebackState.FRAMES and (
+            header := _IPYTHON_HEADER.fullmatch(stripped)
+        ):
+            self._close_exception()
+            self.state = _TracebackState.FRAMES
+            self.ipython = RaisedException(header["type"], "", number)
+        elif self.ipython is not None and self.state is _TracebackState.FRAMES:
+            self._ipython_line(number, stripped)
         elif self.state in (_TracebackState.FRAMES, _TracebackState.NONE) and (
             frame := _FRAME.fullmatch(text)
         ):
@@ -195,6 +214,27 @@ class _Builder:
             # Indented details and multi-line messages belong to the exception.
             old = self.open_exception
             self.open_exception = RaisedException(old.type, f"{old.message}\n{stripped}", old.line)
+
+    def _ipython_line(self, number: int, stripped: str) -> None:
+        """One line inside an IPython traceback: a frame, a code line or the exception."""
+        if not stripped:
+            return
+        if frame := _IPYTHON_FRAME.fullmatch(stripped):
+            file = frame["file"] or frame["file7"] or "<cell>"
+            function = (frame["func"] or frame["func7"] or "<module>").rsplit(".", 1)[-1]
+            line = int(frame["line"] or frame["cell_line"] or 0)
+            self.frames.append(Frame(file, line, function))
+            self.last_code = ""
+        elif code := _IPYTHON_CODE.fullmatch(stripped):
+            if code["arrow"] and code["code"]:
+                self.last_code = code["code"].strip()
+                if self.frames and (call := _CALL.search(self.last_code)):
+                    self.frames[-1] = replace(self.frames[-1], calls=call[1])
+        else:
+            m = _EXCEPTION.match(stripped)
+            kind, message = (m["inner"] or m["type"], m["message"] or "") if m else (stripped, "")
+            self.open_exception = RaisedException(kind, message, number)
+            self.state = _TracebackState.RAISED
 
     def _close_exception(self) -> None:
         if self.open_exception is not None:
@@ -228,6 +268,8 @@ class _Builder:
 
     def build(self) -> Event:
         self._close_exception()
+        if self.ipython is not None and not self.exceptions:
+            self.exceptions.append(self.ipython)  # cut off: the header still names the type
         f = self.first.fields
         if f.kind == "vllm":
             kind = EventKind.RECORD

@@ -41,7 +41,7 @@ PHASES = (
     Phase(
         "engine configuration",
         re.compile(
-            r"LLM engine \(v|Resolved architecture:"
+            r"LLM engine (?:\(v|with config)|Resolved architecture:|Started engine process with PID"
             r"|Waiting for \d+ local, \d+ remote core engine"  # the API server, engines starting
         ),
     ),
