@@ -438,3 +438,34 @@ def test_a_v0_frontend_that_started_its_engine_process_and_stops_is_not_healthy(
     assert d.facts.value("last_phase") == "engine configuration"
     assert d.verdict is Verdict.FAILED
     assert _root(d).category == "engine-died-silently"
+
+
+def test_a_traceback_cut_off_at_an_import_is_a_failed_import() -> None:
+    head = "(Worker_TP0 pid=187) ERROR 01-29 22:59:30 [multiproc_executor.py:852] "
+    d = _diagnose_text(
+        "\n".join(
+            head + line
+            for line in (
+                "WorkerProc failed to start.",
+                "Traceback (most recent call last):",
+                '  File "/opt/vllm/vllm/distributed/kv_transfer/kv_connector/v1/lmcache_connector.py"'
+                ", line 97, in __init__",
+                "    from lmcache.integration.vllm.vllm_v1_adapter import (",
+            )
+        )
+    )
+    root = _root(d)
+    assert root.id == "dependency-missing/import-cut-off"
+    assert root.title == (
+        "The run failed importing lmcache.integration.vllm.vllm_v1_adapter "
+        "(the error line is not in the log)"
+    )
+
+
+def test_a_traceback_cut_off_elsewhere_stays_a_cut_off_traceback() -> None:
+    d = _diagnose_text(
+        "Traceback (most recent call last):\n"
+        '  File "/opt/vllm/vllm/v1/engine/core.py", line 97, in __init__\n'
+        "    self.important = compute_something(importance)\n"
+    )
+    assert _root(d).id == "other/traceback-cut-off"

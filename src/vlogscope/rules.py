@@ -500,6 +500,13 @@ _EXCEPTION_RECORD = re.compile(
 
 def unrecognized_error(events: Sequence[Event]) -> Finding | None:
     """A traceback no signature explains still means the run failed: say so, plainly."""
+    for event in events:  # a cut-off traceback that shows what it was doing comes first
+        if (
+            event.frames
+            and not event.exceptions
+            and _IMPORT_LINE.fullmatch(_last_source_line(event))
+        ):
+            return _cut_off_traceback(event)
     for event in events:
         failed = event.kind is EventKind.TRACEBACK or event.level in ("ERROR", "CRITICAL")
         if not event.exceptions and event.frames and failed:
@@ -543,9 +550,42 @@ def _is_front_end(event: Event) -> bool:
     return all("vllm/" not in f.file or _FRONT_END.search(f.file) for f in event.frames)
 
 
+# The source line a cut-off traceback stops at is an import: that import raised.
+_IMPORT_LINE = re.compile(r"from +(?P<module>[\w.]+) +import\b.*|import +(?P<module2>[\w.]+).*")
+
+
+def _last_source_line(event: Event) -> str:
+    for text in reversed(event.texts):
+        stripped = text.strip()
+        if stripped.strip("^~ "):
+            return stripped
+    return ""
+
+
 def _cut_off_traceback(event: Event) -> Finding:
     """An ERROR traceback that stops before its exception line (a truncated paste)."""
     last = event.frames[-1]
+    if m := _IMPORT_LINE.fullmatch(_last_source_line(event)):
+        module = m["module"] or m["module2"]
+        return Finding(
+            id="dependency-missing/import-cut-off",
+            category="dependency-missing",
+            severity=Severity.ERROR,
+            title=f"The run failed importing {module} (the error line is not in the log)",
+            explanation=(
+                f"A traceback (line {event.line}) stops at `{_last_source_line(event)[:200]}` "
+                f"in {last.function} ({last.file}): that import raised, and the log ends "
+                f"before saying why. Usually {module.split('.')[0]} is not installed, or "
+                "its installed version does not match what this vLLM expects."
+            ),
+            fix=(
+                f"Run `python -c 'import {module}'` in the same environment to see the error; "
+                f"install {module.split('.')[0]}, or the version this vLLM release pins.",
+            ),
+            evidence=(Evidence(event.line, event.message, event.process),),
+            confidence=0.45,
+            priority=13,
+        )
     if _is_front_end(event):
         return Finding(
             id="engine-died-silently/front-end-traceback-cut-off",

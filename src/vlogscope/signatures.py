@@ -130,10 +130,13 @@ class Match:
         """A cause explains its event; a symptom only if it matched the final exception.
 
         `WorkerProc failed to start.` (a symptom) heads a traceback whose last
-        line may be a real, unrecognised error: that event stays unexplained.
+        line may be a real, unrecognised error: that event stays unexplained,
+        and so does a traceback under it that is cut off before its exception.
         """
-        if self.signature.role is Role.CAUSE or not self.event.exceptions:
+        if self.signature.role is Role.CAUSE:
             return True
+        if not self.event.exceptions:  # a cut-off traceback under it still needs explaining
+            return not self.event.frames
         return self.line == self.event.exceptions[-1].line
 
 
