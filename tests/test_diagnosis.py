@@ -469,3 +469,32 @@ def test_a_traceback_cut_off_elsewhere_stays_a_cut_off_traceback() -> None:
         "    self.important = compute_something(importance)\n"
     )
     assert _root(d).id == "other/traceback-cut-off"
+
+
+_GPUSTACK = (
+    "2025-06-19T11:30:14+08:00 - gpustack.worker.backends.vllm - DEBUG - Run vllm with "
+    "arguments: serve /models/gemma-3-27b-it --max-model-len 8192 --tensor-parallel-size {tp}\n"
+    "INFO 06-19 11:30:25 [api_server.py:1043] vLLM API server version 0.8.5.post1\n"
+)
+
+
+def test_a_run_with_an_odd_tensor_parallel_size_that_fails_unexplained_names_it() -> None:
+    d = _diagnose_text(_GPUSTACK.format(tp=3))
+    assert d.facts.get("tensor_parallel_size") is not None
+    assert d.facts.get("tensor_parallel_size").source == "command line"  # type: ignore[union-attr]
+    root = _root(d)
+    assert root.id == "tp-pp-config-invalid/unusual-tensor-parallel-size"
+    assert root.title.startswith("tensor_parallel_size=3 is not a power of two")
+
+
+def test_a_power_of_two_tensor_parallel_size_is_not_blamed() -> None:
+    assert _root(_diagnose_text(_GPUSTACK.format(tp=4))).category == "engine-died-silently"
+
+
+def test_an_odd_tensor_parallel_size_is_not_blamed_once_weights_load() -> None:
+    text = _GPUSTACK.format(tp=3) + (
+        "INFO 06-19 11:30:40 [gpu_model_runner.py:1329] Starting to load model /models/gemma\n"
+    )
+    d = _diagnose_text(text)
+    assert d.facts.value("last_phase") == "weight loading"
+    assert _root(d).category == "engine-died-silently"

@@ -291,6 +291,26 @@ def _numbers(message: str, emit: _Sink) -> None:
             emit(name, value, needle)
 
 
+# A wrapper (supervisor, GPUStack, a launch script) that prints the command it runs.
+_COMMAND_LINE = re.compile(
+    r"(?:vllm serve|vllm with arguments: serve"
+    r"|vllm\.entrypoints\.openai\.api_server|entrypoints/openai/api_server\.py)\b"
+)
+_COMMAND_FLAGS = {
+    "tensor_parallel_size": re.compile(r"(?:--tensor[-_]parallel[-_]size|-tp)[ =]['\"]?(\d+)"),
+    "pipeline_parallel_size": re.compile(r"(?:--pipeline[-_]parallel[-_]size|-pp)[ =]['\"]?(\d+)"),
+}
+
+
+def _command_line(message: str, emit: _Sink) -> None:
+    """`... Run vllm with arguments: serve /models/x --tensor-parallel-size 3 ...`."""
+    if not _COMMAND_LINE.search(message):
+        return
+    for name, flag in _COMMAND_FLAGS.items():
+        if m := flag.search(message):
+            emit(name, int(m[1]), "command line")
+
+
 _EXTRACTORS = (
     _engine_config,
     _version,
@@ -298,11 +318,14 @@ _EXTRACTORS = (
     _attention_selector,
     _attention_backend,
     _numbers,
+    _command_line,
 )
 
 
 def _payloads(event: Event) -> Iterable[tuple[int, str]]:
     """(line, text) pairs worth reading: a record's message, or the exception lines."""
+    if event.kind is EventKind.UNPARSED and "vllm" in event.message:
+        return ((event.line, event.message),)  # a wrapper's command line, at most
     if event.kind in (EventKind.UNPARSED, EventKind.ROUTINE):
         return ()
     if event.kind is EventKind.RECORD and not event.exceptions:

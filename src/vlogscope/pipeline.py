@@ -43,6 +43,7 @@ from vlogscope.rules import (
     recovered_stalls,
     startup_stalled,
     unrecognized_error,
+    unusual_tensor_parallel_size,
 )
 from vlogscope.runs import RunSplitter
 from vlogscope.signatures import (
@@ -371,6 +372,9 @@ class RunBuilder:
             silent,
         ]
         findings.extend(f for f in extra if f is not None)
+        odd_tp = unusual_tensor_parallel_size(facts, findings)
+        if odd_tp is not None:
+            findings.append(odd_tp)
         return RunDiagnosis(
             index=self.index,
             first_line=self.first_event.line if self.first_event else 0,

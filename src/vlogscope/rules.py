@@ -384,6 +384,55 @@ def _stopped_in_distributed_setup(phase: Fact, last_event: Event) -> Finding:
     )
 
 
+# Start-up phases that come before the weights load: the model's shapes are checked
+# against the parallel sizes while the engine is configured.
+_BEFORE_WEIGHTS = ("argument parsing", "engine configuration", "distributed set-up")
+# Findings that say "something failed" without naming it.
+_VAGUE = ("engine-died-silently/", "other/", "startup-hang/stopped-in-distributed-setup")
+
+
+def unusual_tensor_parallel_size(facts: Facts, findings: Sequence[Finding]) -> Finding | None:
+    """A run that fails, unexplained, before its weights load, with TP 3, 5, 6, 7, ...
+
+    vLLM checks that the attention heads (and experts, vocabulary) divide by the
+    tensor-parallel size while it configures the engine; head counts are almost
+    always powers of two, so an odd size is the likeliest cause when the excerpt
+    stops before saying why.
+    """
+    size = facts.get("tensor_parallel_size")
+    phase = facts.value("last_phase")
+    if size is None or not isinstance(size.value, int) or size.value < 3:
+        return None
+    if size.value & (size.value - 1) == 0 or (phase is not None and phase not in _BEFORE_WEIGHTS):
+        return None
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    if not errors or not all(f.id.startswith(_VAGUE) for f in errors):
+        return None
+    return Finding(
+        id="tp-pp-config-invalid/unusual-tensor-parallel-size",
+        category="tp-pp-config-invalid",
+        severity=Severity.ERROR,
+        title=f"tensor_parallel_size={size.value} is not a power of two, and the run failed "
+        "before loading weights",
+        explanation=(
+            f"The run asked for tensor_parallel_size={size.value} (line {size.line}) and failed "
+            f"during start-up ({phase or 'before any milestone'}) without a recognised error. "
+            "vLLM requires the number of attention heads (and KV heads, experts and often the "
+            "vocabulary) to divide by the tensor-parallel size, and these are almost always "
+            f"powers of two, so {size.value} is the likeliest reason."
+        ),
+        fix=(
+            "Use a tensor-parallel size that divides the model's `num_attention_heads` and "
+            "`num_key_value_heads` (config.json): 1, 2, 4 or 8 for most models.",
+            "To use an odd number of GPUs, combine tensor and pipeline parallelism "
+            "(`--pipeline-parallel-size`) or run several replicas.",
+        ),
+        evidence=(Evidence(size.line, f"tensor_parallel_size={size.value}"),),
+        confidence=0.35,
+        priority=7,
+    )
+
+
 # vLLM's API server says this every ~10 s while its engine core processes start.
 _WAITING_FOR_ENGINES = re.compile(
     r"Waiting for (?P<local>\d+) local, (?P<remote>\d+) remote core engine proc\(s\) to start"
