@@ -113,14 +113,12 @@ def _event_table(d: Diagnosis) -> pd.DataFrame:
     if at_object > first_object or not batches:
         batches.append(object_batch.slice(first_object, at_object - first_object))
     frame: pd.DataFrame = pa.Table.from_batches(batches).to_pandas()
-    for column in frame.select_dtypes("category"):  # the same frame whichever way it was read
-        frame[column] = frame[column].cat.reorder_categories(sorted(frame[column].cat.categories))
     lines = np.ones(len(frame), dtype="int64")  # a routine line is one line
     lines[positions] = [e.lines for e in objects]
     exceptions = np.full(len(frame), None, dtype=object)
     exceptions[positions] = [e.exception for e in objects]
     frame["lines"] = lines
-    frame["exception"] = pd.Series(exceptions, index=frame.index, dtype="category")
+    frame["exception"] = pd.Series(exceptions, index=frame.index, dtype="str")
     return frame
 
 
@@ -138,7 +136,7 @@ def events_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
     for i, column in enumerate(("role", "rank", "dp_rank")):
         values = pd.array([role_and_rank(n)[i] for n in names] + [None])
         frame[column] = values[codes]  # code -1 (no process) picks the trailing None
-    frame["role"] = frame["role"].astype("category")
+    frame["role"] = frame["role"].astype("str")
     for column in ("pid", "rank", "dp_rank"):
         frame[column] = frame[column].astype("Int64")
     return frame[list(EVENT_COLUMNS)]

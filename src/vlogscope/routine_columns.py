@@ -68,12 +68,12 @@ def routine_batch(data: bytes, start: int, stop: int, first_line: int) -> Any:
     return batch_of(
         {
             "line": np.arange(first_line, first_line + n, dtype=np.int64),
-            "process": _coded(name),
+            "process": name,
             "pid": pid.cast("int64"),
-            "level": _coded(pc.coalesce(level, pa.scalar("INFO", text))),  # uvicorn lines: INFO
-            "time": _coded(time),
-            "file": _coded(file),
-            "kind": _coded(pc.if_else(pc.is_valid(uvicorn), pa.scalar("uvicorn", text), "record")),
+            "level": pc.coalesce(level, pa.scalar("INFO", text)),  # uvicorn lines: INFO
+            "time": time,
+            "file": file,
+            "kind": pc.if_else(pc.is_valid(uvicorn), pa.scalar("uvicorn", text), "record"),
             "message": pc.coalesce(message, uvicorn_message, pa.scalar("", text)),
         }
     )
@@ -111,24 +111,8 @@ def batch_of(columns: dict[str, Any]) -> Any:
 def _types() -> tuple[Any, ...]:
     import pyarrow as pa
 
-    text, coded = pa.large_string(), coded_text()
-    return pa.int64(), coded, pa.int64(), coded, coded, coded, coded, text
-
-
-def coded_text() -> Any:
-    """The type of a column with few distinct values (process, level, file,
-    kind, time): each value stored once per batch, rows hold 4-byte codes.
-    A million routine lines name a handful of processes and source files, and
-    a block of lines spans few distinct seconds; as plain strings these
-    columns cost more memory than the messages' offsets.  pandas shows them
-    as categoricals."""
-    import pyarrow as pa
-
-    return pa.dictionary(pa.int32(), pa.large_string())
-
-
-def _coded(values: Any) -> Any:
-    return values.dictionary_encode()
+    text = pa.large_string()
+    return pa.int64(), text, pa.int64(), text, text, text, text, text
 
 
 def _text(values: tuple[bytes, ...]) -> Any:
