@@ -498,3 +498,15 @@ def test_an_odd_tensor_parallel_size_is_not_blamed_once_weights_load() -> None:
     d = _diagnose_text(text)
     assert d.facts.value("last_phase") == "weight loading"
     assert _root(d).category == "engine-died-silently"
+
+
+def test_a_driver_error_outranks_the_unspecified_platform_it_causes() -> None:
+    d = _diagnose_text(
+        "INFO 07-30 15:32:48 [__init__.py:239] No platform detected, vLLM is running on "
+        "UnspecifiedPlatform\n"
+        "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:991: UserWarning: CUDA "
+        "initialization: Unexpected error from cudaGetDeviceCount(). Error 803: system has "
+        "unsupported display driver / cuda driver combination\n"
+    )
+    assert _root(d).category == "driver-cuda-mismatch"
+    assert [f.category for f in d.findings if f.symptom_of] == ["platform-unsupported"]
