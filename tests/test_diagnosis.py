@@ -510,3 +510,18 @@ def test_a_driver_error_outranks_the_unspecified_platform_it_causes() -> None:
     )
     assert _root(d).category == "driver-cuda-mismatch"
     assert [f.category for f in d.findings if f.symptom_of] == ["platform-unsupported"]
+
+
+_PORT_NOTE = (
+    "(APIServer pid=4031182) WARNING 09-20 19:11:53 [launcher.py:98] port 8000 is used by "
+    "process psutil.Process(pid={pid}, name='python', status='running') launched with command:"
+)
+
+
+def test_the_servers_own_pid_on_its_port_at_shutdown_is_not_a_port_conflict() -> None:
+    d = _diagnose_text(_PORT_NOTE.format(pid=4031182))
+    assert all(f.category != "port-in-use" for f in d.findings)
+
+
+def test_another_process_on_the_servers_port_is_a_port_conflict() -> None:
+    assert _root(_diagnose_text(_PORT_NOTE.format(pid=60914))).category == "port-in-use"

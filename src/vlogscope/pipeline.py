@@ -41,6 +41,7 @@ from vlogscope.rules import (
     is_residue_candidate,
     kv_dtype_from_checkpoint,
     recovered_stalls,
+    self_explained,
     startup_stalled,
     unrecognized_error,
     unusual_tensor_parallel_size,
@@ -350,7 +351,7 @@ class RunBuilder:
     def finish(self) -> RunDiagnosis:
         facts = self.collector.facts()
         findings = recovered_stalls(
-            from_matches(self.matches, facts), self.progress.last_line(facts)
+            from_matches(self_explained(self.matches), facts), self.progress.last_line(facts)
         )
         for rule_finding in (
             fp8_kv_kernel_build(self.matches, facts),

@@ -122,6 +122,26 @@ def _shown_text(config: Fact | None, selector: Fact | None) -> str:
     return shown
 
 
+# The API server's shutdown note: `port 8000 is used by process psutil.Process(pid=N, ...)`.
+_PORT_HOLDER = re.compile(r"port \d+ is used by process psutil\.Process\(pid=(?P<pid>\d+)")
+
+
+def self_explained(matches: Sequence[Match]) -> list[Match]:
+    """Drop matches whose own text shows they are not a failure.
+
+    When the API server shuts down it reports which process holds its port; when
+    that is the server itself (same pid as the record's prefix), nothing else
+    held the port.
+    """
+    kept = []
+    for m in matches:
+        holder = _PORT_HOLDER.search(m.text)
+        if holder and m.event.pid is not None and int(holder["pid"]) == m.event.pid:
+            continue
+        kept.append(m)
+    return kept
+
+
 # FlashInfer names a JIT module after its dtypes: `..._dtype_kv_e4m3_...`.
 _FP8_KV_KERNEL = re.compile(r"flashinfer\S*?dtype_kv_(?P<dtype>e4m3|e5m2)")
 
