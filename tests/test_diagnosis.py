@@ -525,3 +525,32 @@ def test_the_servers_own_pid_on_its_port_at_shutdown_is_not_a_port_conflict() ->
 
 def test_another_process_on_the_servers_port_is_a_port_conflict() -> None:
     assert _root(_diagnose_text(_PORT_NOTE.format(pid=60914))).category == "port-in-use"
+
+
+_ENGINE_DEAD = (
+    "(APIServer pid=5) ERROR 08-21 10:24:34 [async_llm.py:704] AsyncLLM output_handler failed.\n"
+    "(APIServer pid=5) ERROR 08-21 10:24:34 [async_llm.py:704] Traceback (most recent call last):\n"
+    '(APIServer pid=5) ERROR 08-21 10:24:34 [async_llm.py:704]   File "/venv/lib/python3.12/'
+    'site-packages/vllm/v1/engine/core_client.py", line 1061, in get_output_async\n'
+    "(APIServer pid=5) ERROR 08-21 10:24:34 [async_llm.py:704]     raise self._format_exception"
+    "(outputs) from None\n"
+    "(APIServer pid=5) ERROR 08-21 10:24:34 [async_llm.py:704] vllm.v1.engine.exceptions."
+    "EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+)
+
+
+def test_an_engine_that_dies_after_a_requested_shutdown_was_stopped() -> None:
+    lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text()
+    d = _diagnose_text(
+        lines + "(APIServer pid=5) INFO 08-21 10:24:34 [launcher.py:100] [shutdown] API server: "
+        "shutdown triggered\n" + _ENGINE_DEAD
+    )
+    assert d.verdict is Verdict.HEALTHY
+    [dead] = [f for f in d.findings if f.category == "engine-dead-runtime"]
+    assert dead.severity is Severity.INFO and "after a requested shutdown" in dead.title
+
+
+def test_an_engine_that_dies_without_a_shutdown_request_is_a_failure() -> None:
+    lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text()
+    d = _diagnose_text(lines + _ENGINE_DEAD)
+    assert d.verdict is Verdict.FAILED and _root(d).category == "engine-dead-runtime"

@@ -34,6 +34,7 @@ from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
     Progress,
+    ShutdownRequest,
     WaitingStreak,
     blocks_below_max_len,
     engine_died_silently,
@@ -43,6 +44,7 @@ from vlogscope.rules import (
     recovered_stalls,
     self_explained,
     startup_stalled,
+    stopped_on_request,
     unrecognized_error,
     unusual_tensor_parallel_size,
 )
@@ -270,6 +272,7 @@ class RunBuilder:
         self.collector = FactCollector()
         self.waiting = WaitingStreak()
         self.progress = Progress()
+        self.shutdown = ShutdownRequest()
         self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
@@ -289,6 +292,7 @@ class RunBuilder:
             self.vllm_lines += event.lines
         self.collector.observe(event)
         self.waiting.observe(event)
+        self.shutdown.observe(event)
         found = self._matches(event)
         for m in found:
             self._keep(m)
@@ -350,8 +354,11 @@ class RunBuilder:
 
     def finish(self) -> RunDiagnosis:
         facts = self.collector.facts()
-        findings = recovered_stalls(
-            from_matches(self_explained(self.matches), facts), self.progress.last_line(facts)
+        findings = stopped_on_request(
+            recovered_stalls(
+                from_matches(self_explained(self.matches), facts), self.progress.last_line(facts)
+            ),
+            self.shutdown.line,
         )
         for rule_finding in (
             fp8_kv_kernel_build(self.matches, facts),

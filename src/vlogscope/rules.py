@@ -142,6 +142,48 @@ def self_explained(matches: Sequence[Match]) -> list[Match]:
     return kept
 
 
+# An operator or supervisor asked the server to stop (0.11+ tags these `[shutdown]`).
+_SHUTDOWN_REQUEST = re.compile(
+    r"shutdown triggered|received signal=SIG(?:TERM|INT)|Received (?:SIGTERM|SIGINT|signal \d+)"
+    r"|Shutting down gracefully|interrupted by (?:user|SIGINT)"
+)
+# What a requested shutdown brings about and is no failure then.
+_STOPPED_BY_SHUTDOWN = ("engine-dead-runtime", "engine-died-silently")
+
+
+class ShutdownRequest:
+    """The first line at which the run was asked to stop."""
+
+    def __init__(self) -> None:
+        self.line: int | None = None
+
+    def observe(self, event: Event) -> None:
+        if (
+            self.line is None
+            and event.kind is not EventKind.ROUTINE
+            and _SHUTDOWN_REQUEST.search(event.message)
+        ):
+            self.line = event.line
+
+
+def stopped_on_request(findings: Sequence[Finding], requested_line: int | None) -> list[Finding]:
+    """An engine that 'died' after the run was asked to stop was stopped: information."""
+    if requested_line is None:
+        return list(findings)
+    kept = []
+    for f in findings:
+        if f.category in _STOPPED_BY_SHUTDOWN and f.line > requested_line:
+            f = dataclasses.replace(
+                f,
+                severity=Severity.INFO,
+                title=f"{f.title} (after a requested shutdown)",
+                explanation=f"{f.explanation} The run had been asked to stop at line "
+                f"{requested_line}, so this is the shutdown, not a failure.",
+            )
+        kept.append(f)
+    return kept
+
+
 # FlashInfer names a JIT module after its dtypes: `..._dtype_kv_e4m3_...`.
 _FP8_KV_KERNEL = re.compile(r"flashinfer\S*?dtype_kv_(?P<dtype>e4m3|e5m2)")
 
