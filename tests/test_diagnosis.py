@@ -554,3 +554,47 @@ def test_an_engine_that_dies_without_a_shutdown_request_is_a_failure() -> None:
     lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text()
     d = _diagnose_text(lines + _ENGINE_DEAD)
     assert d.verdict is Verdict.FAILED and _root(d).category == "engine-dead-runtime"
+
+
+def test_an_unrecognised_worker_error_outranks_the_engine_death_it_caused() -> None:
+    worker = "(Worker_TP0 pid=300) ERROR 06-13 20:09:13 [multiproc_executor.py:962] "
+    d = _diagnose_text(
+        worker + "WorkerProc hit an exception.\n"
+        + worker + "Traceback (most recent call last):\n"
+        + worker + '  File "/venv/vllm/v1/worker/gpu_model_runner.py", line 10, in execute_model\n'
+        + worker + "    frobnicate()\n"
+        + worker + "RuntimeError: the frobnicator jammed\n"
+        + _ENGINE_DEAD
+    )  # fmt: skip
+    root = _root(d)
+    assert root.id == "other/unrecognized-exception" and "RuntimeError" in root.title
+    assert "engine-dead-runtime" in {f.category for f in d.findings if f.symptom_of}
+
+
+def test_a_worker_that_died_without_a_word_while_serving_died_silently() -> None:
+    d = _diagnose_text(
+        "(EngineCore_DP0 pid=9) ERROR 01-18 22:19:25 [multiproc_executor.py:231] Worker proc "
+        "VllmWorker-0 died unexpectedly, shutting down executor.\n"
+        "(EngineCore_DP0 pid=9) ERROR 01-18 22:19:26 [core.py:868] EngineCore encountered a fatal "
+        "error.\n"
+        "(EngineCore_DP0 pid=9) ERROR 01-18 22:19:26 [core.py:868] Traceback (most recent call "
+        "last):\n"
+        '(EngineCore_DP0 pid=9) ERROR 01-18 22:19:26 [core.py:868]   File "/venv/vllm/v1/engine/'
+        'core.py", line 954, in _handle_client_request\n'
+        '(EngineCore_DP0 pid=9) ERROR 01-18 22:19:26 [core.py:868]     raise RuntimeError("Executor '
+        'failed.")\n'
+        "(EngineCore_DP0 pid=9) ERROR 01-18 22:19:26 [core.py:868] RuntimeError: Executor failed.\n"
+        + _ENGINE_DEAD
+    )
+    assert _root(d).id == "engine-died-silently/process-died-unexpectedly"
+    assert all(f.id != "other/unrecognized-exception" for f in d.findings)
+
+
+def test_a_cut_off_traceback_yields_to_a_symptom_that_names_what_happened() -> None:
+    d = _diagnose_text(
+        "Traceback (most recent call last):\n"
+        '  File "/venv/vllm/entrypoints/openai/serving_chat.py", line 97, in create\n'
+        "    result = await self.compute(request)\n" + _ENGINE_DEAD
+    )
+    assert _root(d).category == "engine-dead-runtime"
+    assert all(f.id != "other/traceback-cut-off" for f in d.findings)

@@ -369,6 +369,12 @@ class RunBuilder:
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
         unrecognized = None if has_error else unrecognized_error(self.unexplained)
+        if (
+            unrecognized is not None
+            and unrecognized.id == "other/traceback-cut-off"
+            and any(f.severity is Severity.ERROR for f in findings)
+        ):  # a symptom that names what happened says more than a traceback without its end
+            unrecognized = None
         stalled = silent = None
         if not has_error and unrecognized is None:
             stalled = startup_stalled(self.waiting, facts)
