@@ -85,3 +85,20 @@ def test_no_finding_shows_an_unfilled_placeholder() -> None:
         for f in analyze(Source.from_path(path)).findings:
             text = " ".join([f.title, f.explanation, *f.fix])
             assert "(unknown" not in text and "{" not in f.title, (path.name, f.id, text[:200])
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("holdout", HOLDOUT, ids=[f"holdout-{c.name}" for c in HOLDOUT])
+def test_held_out_logs_read_into_frames_and_fill_every_placeholder(holdout: Path) -> None:
+    """Real logs of every shape: all lines accounted, frames built, no `(unknown x)` text."""
+    import vlogscope
+
+    for path in sorted(holdout.glob("*.log")):
+        log = vlogscope.read(path, year=2025)
+        data = path.read_bytes()
+        assert log.events["lines"].sum() == data.count(b"\n") + (not data.endswith(b"\n")), path
+        for frame in (log.metrics, log.timeline, log.facts, log.runs):
+            assert frame is not None
+        for f in log.diagnosis.findings:
+            text = " ".join([f.title, f.explanation, *f.fix])
+            assert "(unknown" not in text and "{" not in f.title, (path.name, f.id, text[:200])

@@ -216,3 +216,13 @@ def test_the_shipped_catalog_compiles_lazily_and_lint_catches_a_broken_pattern(
     assert any("not a valid regex" in m for m in messages)
     with pytest.raises(SignatureError, match=r"bad match\.message"):
         load_signatures([tmp_path / "lazy"])  # a user folder is compiled when loaded
+
+
+def test_a_placeholder_the_log_does_not_fill_reads_its_fallback_or_unknown() -> None:
+    from vlogscope.findings import render
+
+    template = "util {gpu_memory_utilization|not in the log}, version {vllm_version}"
+    assert render(template, {}, {}) == "util not in the log, version (unknown vllm_version)"
+    facts = {"gpu_memory_utilization": 0.85, "vllm_version": "0.11.0"}
+    assert render(template, {}, facts) == "util 0.85, version 0.11.0"
+    assert render("{x|fallback}", {"x": "captured"}, {}) == "captured"

@@ -67,18 +67,22 @@ class Finding:
 
 
 class _Lenient(string.Formatter):
-    """Fills `{name}` from captures, then facts; a missing name reads as unknown."""
+    """Fills `{name}` from captures, then facts; a missing name reads as unknown.
+
+    `{name|text}` reads `text` when the log does not say `name` (an excerpt
+    without the line that states it): a template can say what it means then.
+    """
 
     def __init__(self, captures: Mapping[str, str], facts: Mapping[str, PyValue]) -> None:
         self.captures, self.facts = captures, facts
 
     def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        name = str(key)
+        name, bar, fallback = str(key).partition("|")
         if name in self.captures:
             return self.captures[name]
         if self.facts.get(name) is not None:
             return self.facts[name]
-        return f"(unknown {name})"
+        return fallback if bar else f"(unknown {name})"
 
 
 def render(template: str, captures: Mapping[str, str], facts: Mapping[str, PyValue]) -> str:
