@@ -598,3 +598,16 @@ def test_a_cut_off_traceback_yields_to_a_symptom_that_names_what_happened() -> N
     )
     assert _root(d).category == "engine-dead-runtime"
     assert all(f.id != "other/traceback-cut-off" for f in d.findings)
+
+
+def test_a_traceback_that_ends_in_a_shutdown_is_not_read_for_where_it_ran() -> None:
+    d = _diagnose_text(
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.12/site-packages/torch/_dynamo/utils.py", line 542, in <lambda>\n'
+        "    self.refs[idx] = weakref.ref(key, lambda ref: self._remove_id(idx))\n"
+        '  File "/venv/lib/python3.12/site-packages/vllm/engine/multiprocessing/engine.py", line '
+        "374, in signal_handler\n"
+        '    raise KeyboardInterrupt("MQLLMEngine terminated")\n'
+        "KeyboardInterrupt: MQLLMEngine terminated\n"
+    )
+    assert not [f for f in d.findings if f.severity is Severity.ERROR]

@@ -37,6 +37,7 @@ from vlogscope.rules import (
     ShutdownRequest,
     WaitingStreak,
     blocks_below_max_len,
+    ends_in_shutdown,
     engine_died_silently,
     fp8_kv_kernel_build,
     is_residue_candidate,
@@ -154,7 +155,8 @@ def _best_matches(found: Iterable[Match]) -> list[Match]:
     """The matches one event keeps: the most specific per category, fallbacks only alone.
 
     Two signatures of one category on one event say the same thing twice;
-    frame/path fallbacks guess, so they yield to any message-based cause.
+    frame/path fallbacks guess, so they yield to any message-based cause, and
+    to a traceback that ends in KeyboardInterrupt or SystemExit (a shutdown).
     """
     best: dict[tuple[str, Role], Match] = {}
     for m in found:
@@ -162,7 +164,9 @@ def _best_matches(found: Iterable[Match]) -> list[Match]:
         if key not in best or m.signature.priority > best[key].signature.priority:
             best[key] = m
     kept = list(best.values())
-    if any(m.signature.role is Role.CAUSE and not is_fallback(m.signature) for m in kept):
+    if any(m.signature.role is Role.CAUSE and not is_fallback(m.signature) for m in kept) or any(
+        ends_in_shutdown(m.event) for m in kept
+    ):  # where a traceback ran says nothing when it ended in a shutdown
         kept = [m for m in kept if not is_fallback(m.signature)]
     return kept
 

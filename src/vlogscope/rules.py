@@ -29,6 +29,12 @@ _FP8 = re.compile(r"fp8|float8", re.IGNORECASE)
 # Exceptions printed by an orderly shutdown, not by a failure.
 _SHUTDOWN_EXCEPTIONS = re.compile(r"KeyboardInterrupt|SystemExit|CancelledError|BrokenPipeError")
 
+
+def ends_in_shutdown(event: Event) -> bool:
+    """A traceback whose final exception is a shutdown (Ctrl-C, SIGTERM, exit)."""
+    return bool(event.exceptions) and bool(_SHUTDOWN_EXCEPTIONS.search(event.exceptions[-1].type))
+
+
 CHECKPOINT_KV_KEYS = (
     "`kv_cache_quant_algo` in hf_quant_config.json (ModelOpt) and `kv_cache_scheme` in "
     "config.json's `quantization_config` (compressed-tensors, newer ModelOpt exports)"
