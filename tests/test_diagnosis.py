@@ -611,3 +611,25 @@ def test_a_traceback_that_ends_in_a_shutdown_is_not_read_for_where_it_ran() -> N
         "KeyboardInterrupt: MQLLMEngine terminated\n"
     )
     assert not [f for f in d.findings if f.severity is Severity.ERROR]
+
+
+def test_a_start_up_that_ends_in_keyboardinterrupt_was_interrupted() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
+    core = "(EngineCore_DP0 pid=243) "
+    d = _diagnose_text(
+        "\n".join(
+            [
+                *head,
+                core + "Traceback (most recent call last):",
+                core + '  File "/venv/lib/python3.12/site-packages/torch/_inductor/codecache.py",'
+                " line 900, in compiled_fx_graph_hash",
+                core + "    return hashlib.sha256(data).hexdigest()",
+                core + "KeyboardInterrupt",
+                "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause "
+                "above. Failed core proc(s): {}",
+            ]
+        )
+    )
+    root = _root(d)
+    assert root.id == "engine-died-silently/startup-interrupted"
+    assert root.title == "Start-up was interrupted (KeyboardInterrupt) during weight loading"

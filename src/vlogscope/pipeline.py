@@ -40,6 +40,7 @@ from vlogscope.rules import (
     ends_in_shutdown,
     engine_died_silently,
     fp8_kv_kernel_build,
+    interrupted_startup,
     is_residue_candidate,
     kv_dtype_from_checkpoint,
     recovered_stalls,
@@ -277,6 +278,7 @@ class RunBuilder:
         self.waiting = WaitingStreak()
         self.progress = Progress()
         self.shutdown = ShutdownRequest()
+        self.interrupt: Event | None = None  # the first traceback ending in KeyboardInterrupt
         self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
@@ -297,6 +299,12 @@ class RunBuilder:
         self.collector.observe(event)
         self.waiting.observe(event)
         self.shutdown.observe(event)
+        if (
+            self.interrupt is None
+            and event.exceptions
+            and event.exceptions[-1].type.endswith("KeyboardInterrupt")
+        ):
+            self.interrupt = event
         found = self._matches(event)
         for m in found:
             self._keep(m)
@@ -379,13 +387,16 @@ class RunBuilder:
             and any(f.severity is Severity.ERROR for f in findings)
         ):  # a symptom that names what happened says more than a traceback without its end
             unrecognized = None
-        stalled = silent = None
+        stalled = silent = interrupted = None
         if not has_error and unrecognized is None:
+            interrupted = interrupted_startup(self.interrupt, facts)
+        if not has_error and unrecognized is None and interrupted is None:
             stalled = startup_stalled(self.waiting, facts)
             silent = None if stalled else engine_died_silently(facts, self.last_event)
         extra = [
             kv_dtype_from_checkpoint(facts, findings, stopped and not has_error),
             unrecognized,
+            interrupted,
             stalled,
             silent,
         ]

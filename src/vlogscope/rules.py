@@ -172,6 +172,40 @@ class ShutdownRequest:
             self.line = event.line
 
 
+def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
+    """Start-up ended in KeyboardInterrupt: someone (or something) sent SIGINT or SIGTERM.
+
+    Nothing in vLLM failed by itself; the "Engine core initialization failed"
+    that follows is the interruption's echo.
+    """
+    phase = facts.value("last_phase")
+    if event is None or phase is None or facts.value("startup_complete"):
+        return None
+    exc = event.exceptions[-1]
+    return Finding(
+        id="engine-died-silently/startup-interrupted",
+        category="engine-died-silently",  # the taxonomy's "killed by a signal"
+        severity=Severity.ERROR,
+        title=f"Start-up was interrupted ({exc.type}) during {phase}",
+        explanation=(
+            f"{event.process or 'A process'} stopped with `{str(exc)[:200]}` (line {exc.line}) "
+            f"while starting ({phase}): the process received SIGINT "
+            "or SIGTERM (Ctrl-C, or a supervisor, orchestrator or job scheduler stopping it; "
+            "vLLM's server turns SIGTERM into `KeyboardInterrupt: terminated`). The errors that "
+            "follow report the interruption; nothing in vLLM failed by itself."
+        ),
+        fix=(
+            "If nobody stopped it on purpose, look for what sent the signal: a job scheduler's "
+            "time limit, a start-up timeout in the wrapper, or a terminal that closed.",
+            "A long start-up phase (torch.compile, weight download) is often mistaken for a "
+            "hang; check the timeline before interrupting it.",
+        ),
+        evidence=(Evidence(exc.line, str(exc).splitlines()[0], event.process),),
+        confidence=0.7,
+        priority=3,
+    )
+
+
 def stopped_on_request(findings: Sequence[Finding], requested_line: int | None) -> list[Finding]:
     """An engine that 'died' after the run was asked to stop was stopped: information."""
     if requested_line is None:
