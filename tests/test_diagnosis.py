@@ -633,3 +633,18 @@ def test_a_start_up_that_ends_in_keyboardinterrupt_was_interrupted() -> None:
     root = _root(d)
     assert root.id == "engine-died-silently/startup-interrupted"
     assert root.title == "Start-up was interrupted (KeyboardInterrupt) during weight loading"
+
+
+def test_a_start_up_that_stops_after_stall_warnings_hung() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
+    d = _diagnose_text("\n".join([*head, _STALL, _STALL.replace("09:17:25", "09:18:25")]))
+    root = _root(d)
+    assert root.id == "startup-hang/stalled-until-log-end"
+    assert root.title == "Start-up hung in weight loading: processes kept waiting and the log ends"
+
+
+def test_a_start_up_that_stops_without_stall_warnings_died_silently() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
+    assert (
+        _root(_diagnose_text("\n".join(head))).id == "engine-died-silently/stopped-during-startup"
+    )

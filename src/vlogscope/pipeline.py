@@ -45,6 +45,7 @@ from vlogscope.rules import (
     kv_dtype_from_checkpoint,
     recovered_stalls,
     self_explained,
+    stalled_with_warnings,
     startup_stalled,
     stopped_on_request,
     unrecognized_error,
@@ -391,7 +392,7 @@ class RunBuilder:
         if not has_error and unrecognized is None:
             interrupted = interrupted_startup(self.interrupt, facts)
         if not has_error and unrecognized is None and interrupted is None:
-            stalled = startup_stalled(self.waiting, facts)
+            stalled = startup_stalled(self.waiting, facts) or stalled_with_warnings(findings, facts)
             silent = None if stalled else engine_died_silently(facts, self.last_event)
         extra = [
             kv_dtype_from_checkpoint(facts, findings, stopped and not has_error),

@@ -224,6 +224,49 @@ def stopped_on_request(findings: Sequence[Finding], requested_line: int | None) 
     return kept
 
 
+def stalled_with_warnings(findings: Sequence[Finding], facts: Facts) -> Finding | None:
+    """The log stops mid-start-up after stall warnings nothing moved on from.
+
+    A process that prints "no shared memory broadcast block found in 60
+    seconds" is alive and waiting; if no progress follows and the log ends
+    before start-up completes, the start-up hung (a killed process prints
+    nothing more).
+    """
+    stalls = [
+        f for f in findings if f.category == "startup-hang" and f.severity is Severity.WARNING
+    ]
+    phase = facts.get("last_phase")
+    if not stalls or phase is None or facts.value("startup_complete"):
+        return None
+    first, last = stalls[0], stalls[-1]
+    return Finding(
+        id="startup-hang/stalled-until-log-end",
+        category="startup-hang",
+        severity=Severity.ERROR,
+        title=f"Start-up hung in {phase.value}: processes kept waiting and the log ends",
+        explanation=(
+            f"After `{phase.value}` (line {phase.line}) vLLM warned that a process stopped "
+            f"consuming work ({last.title.lower()}, lines {first.line}–{last.line}), nothing "
+            "moved on afterwards, and the log ends before start-up completed. The processes "
+            "were alive and waiting: for a peer stuck in a collective, for a kernel build or "
+            "a lock held by another process (a stale JIT lock file after a killed build), or "
+            "for slow storage."
+        ),
+        fix=(
+            "Dump the stuck processes' stacks (`py-spy dump --pid PID`) to see what they wait "
+            "for; rerun with NCCL_DEBUG=INFO for collectives.",
+            "If the last lines wait on a lock file (`waiting for baton release at ...`), make "
+            "sure no other build runs, delete the stale lock and restart.",
+        ),
+        evidence=(
+            Evidence(phase.line, f"last start-up phase reached: {phase.value}"),
+            *(e for f in (first, last) for e in f.evidence[:1]),
+        ),
+        confidence=0.55,
+        priority=8,
+    )
+
+
 # FlashInfer names a JIT module after its dtypes: `..._dtype_kv_e4m3_...`.
 _FP8_KV_KERNEL = re.compile(r"flashinfer\S*?dtype_kv_(?P<dtype>e4m3|e5m2)")
 
