@@ -210,18 +210,20 @@ def stopped_on_request(findings: Sequence[Finding], requested_line: int | None) 
     """An engine that 'died' after the run was asked to stop was stopped: information."""
     if requested_line is None:
         return list(findings)
-    kept = []
-    for f in findings:
-        if f.category in _STOPPED_BY_SHUTDOWN and f.line > requested_line:
-            f = dataclasses.replace(
-                f,
-                severity=Severity.INFO,
-                title=f"{f.title} (after a requested shutdown)",
-                explanation=f"{f.explanation} The run had been asked to stop at line "
-                f"{requested_line}, so this is the shutdown, not a failure.",
-            )
-        kept.append(f)
-    return kept
+    why = f"The run had been asked to stop at line {requested_line}, so this is the shutdown."
+    return [
+        _demoted(f, "after a requested shutdown", why)
+        if f.category in _STOPPED_BY_SHUTDOWN and f.line > requested_line
+        else f
+        for f in findings
+    ]
+
+
+def _demoted(f: Finding, note: str, why: str) -> Finding:
+    """A finding the run's own later lines show to be no failure, kept as information."""
+    return dataclasses.replace(
+        f, severity=Severity.INFO, title=f"{f.title} ({note})", explanation=f"{f.explanation} {why}"
+    )
 
 
 def stalled_with_warnings(findings: Sequence[Finding], facts: Facts) -> Finding | None:
@@ -635,19 +637,15 @@ class Progress:
 
 def recovered_stalls(findings: Sequence[Finding], progress_line: int) -> list[Finding]:
     """Stall warnings the run moved on from, demoted to information."""
-    kept = []
-    for f in findings:
-        last = max((e.line for e in f.evidence), default=0)
-        if f.category == "startup-hang" and f.severity is Severity.WARNING and last < progress_line:
-            f = dataclasses.replace(
-                f,
-                severity=Severity.INFO,
-                title=f"{f.title} (the run moved on)",
-                explanation=f"{f.explanation} The run made progress afterwards "
-                f"(line {progress_line}), so this was a slow step, not a hang.",
-            )
-        kept.append(f)
-    return kept
+    why = f"The run made progress afterwards (line {progress_line}), so this was a slow step."
+    return [
+        _demoted(f, "the run moved on", why)
+        if f.category == "startup-hang"
+        and f.severity is Severity.WARNING
+        and max((e.line for e in f.evidence), default=0) < progress_line
+        else f
+        for f in findings
+    ]
 
 
 def startup_stalled(streak: WaitingStreak, facts: Facts) -> Finding | None:
