@@ -648,3 +648,33 @@ def test_a_start_up_that_stops_without_stall_warnings_died_silently() -> None:
     assert (
         _root(_diagnose_text("\n".join(head))).id == "engine-died-silently/stopped-during-startup"
     )
+
+
+def _interrupted_in(frame_file: str) -> Diagnosis:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:12]
+    api = "(APIServer pid=1) "
+    return _diagnose_text(
+        "\n".join(
+            [
+                *head,
+                api + "Traceback (most recent call last):",
+                api + f'  File "{frame_file}", line 1297, in recv',
+                api + "    return self.read(buflen)",
+                api + '  File "/venv/vllm/entrypoints/openai/api_server.py", line 579, in '
+                "signal_handler",
+                api + '    raise KeyboardInterrupt("terminated")',
+                api + "KeyboardInterrupt: terminated",
+            ]
+        )
+    )
+
+
+def test_a_start_up_stopped_while_blocked_on_the_network_was_stuck() -> None:
+    root = _root(_interrupted_in("/usr/lib/python3.14/ssl.py"))
+    assert root.id == "startup-hang/stopped-while-waiting"
+    assert root.title == "Start-up was stuck waiting on the network and was stopped"
+
+
+def test_a_start_up_stopped_elsewhere_was_interrupted() -> None:
+    root = _root(_interrupted_in("/usr/lib/python3.10/subprocess.py"))
+    assert root.id == "engine-died-silently/startup-interrupted"

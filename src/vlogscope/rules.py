@@ -172,6 +172,51 @@ class ShutdownRequest:
             self.line = event.line
 
 
+# Where a process that was stopped had been blocked: the frames of its interruption.
+_WAITS = (
+    (re.compile(r"huggingface_hub/"), "the Hugging Face Hub (downloading files or metadata)"),
+    (re.compile(r"/(?:ssl|socket)\.py$|/(?:httpcore|httpx|urllib3|requests|aiohttp)/"),
+     "the network"),
+    (re.compile(r"torch/distributed/|/pynccl|/shm_broadcast\.py$"),
+     "other ranks (a collective or the shared-memory broadcast)"),
+    (re.compile(r"/filelock/|file_baton\.py$"), "a file lock held by another process"),
+)  # fmt: skip
+
+
+def _waiting_on(event: Event) -> str | None:
+    """What the interrupted process was blocked on, judged by its innermost frames."""
+    for frame in reversed(event.frames[-6:]):
+        for pattern, what in _WAITS:
+            if pattern.search(frame.file):
+                return what
+    return None
+
+
+def _interrupted_while_waiting(event: Event, phase: str, waiting: str) -> Finding:
+    exc = event.exceptions[-1]
+    return Finding(
+        id="startup-hang/stopped-while-waiting",
+        category="startup-hang",
+        severity=Severity.ERROR,
+        title=f"Start-up was stuck waiting on {waiting.split(' (')[0]} and was stopped",
+        explanation=(
+            f"{event.process or 'A process'} was stopped with `{str(exc)[:120]}` (line "
+            f"{exc.line}) during {phase}, and its traceback shows it blocked waiting on "
+            f"{waiting}: start-up was not progressing, and a supervisor, a timeout or a person "
+            "stopped it."
+        ),
+        fix=(
+            "For downloads: check network access to the Hub (proxy, DNS, HF_ENDPOINT), or "
+            "download the model beforehand and set HF_HUB_OFFLINE=1.",
+            "For other ranks: rerun with NCCL_DEBUG=INFO and check that every rank started; "
+            "for a lock: make sure no other process holds it, or remove a stale lock file.",
+        ),
+        evidence=(Evidence(exc.line, str(exc).splitlines()[0], event.process),),
+        confidence=0.6,
+        priority=4,
+    )
+
+
 def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
     """Start-up ended in KeyboardInterrupt: someone (or something) sent SIGINT or SIGTERM.
 
@@ -182,6 +227,9 @@ def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
     if event is None or phase is None or facts.value("startup_complete"):
         return None
     exc = event.exceptions[-1]
+    waiting = _waiting_on(event)
+    if waiting is not None:
+        return _interrupted_while_waiting(event, str(phase), waiting)
     return Finding(
         id="engine-died-silently/startup-interrupted",
         category="engine-died-silently",  # the taxonomy's "killed by a signal"
