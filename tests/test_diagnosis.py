@@ -678,3 +678,19 @@ def test_a_start_up_stopped_while_blocked_on_the_network_was_stuck() -> None:
 def test_a_start_up_stopped_elsewhere_was_interrupted() -> None:
     root = _root(_interrupted_in("/usr/lib/python3.10/subprocess.py"))
     assert root.id == "engine-died-silently/startup-interrupted"
+
+
+def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
+    d = _diagnose_text(
+        "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Traceback (most recent call last):\n"
+        '(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700]   File "/venv/vllm/worker.py", '
+        "line 9, in capture\n"
+        "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700]     graph.capture_end()\n"
+        "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] torch.AcceleratorError: CUDA "
+        "error: operation not permitted\n"
+        "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Search for `cudaErrorNotPermitted'"
+        " in the CUDA docs for more information.\n"
+    )
+    root = _root(d)
+    assert "CUDA error: operation not permitted` (line 4)" in root.explanation
+    assert "Search for" not in root.explanation and "Search for" in root.evidence[0].text

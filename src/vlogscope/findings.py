@@ -153,7 +153,10 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
         processes = tuple(dict.fromkeys(p for m in group if (p := _process_label(m))))
         # A named group that did not take part in the match reads as empty text.
         optional = dict.fromkeys(sig.message.groupindex, "") if sig.message is not None else {}
-        captures = {**optional, **first.captures, "line": str(first.line), "text": first.text[:300]}
+        # `{text}` stands inside a sentence: the matched line, not a multi-line exception
+        # message (the evidence keeps all of it).
+        text = first.text.partition("\n")[0][:300]
+        captures = {**optional, **first.captures, "line": str(first.line), "text": text}
         captures.update(derive(captures, fact_values))
         findings.append(
             Finding(
