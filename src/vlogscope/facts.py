@@ -325,7 +325,7 @@ _EXTRACTORS = (
 def _payloads(event: Event) -> Iterable[tuple[int, str]]:
     """(line, text) pairs worth reading: a record's message, or the exception lines."""
     if event.kind is EventKind.UNPARSED and "vllm" in event.message:
-        return ((event.line, event.message),)  # a wrapper's command line, at most
+        return ((event.line, event.message),)  # a wrapper's line about vLLM (its command)
     if event.kind in (EventKind.UNPARSED, EventKind.ROUTINE):
         return ()
     if event.kind is EventKind.RECORD and not event.exceptions:

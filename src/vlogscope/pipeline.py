@@ -279,7 +279,6 @@ class RunBuilder:
         self.waiting = WaitingStreak()
         self.progress = Progress()
         self.shutdown = ShutdownRequest()
-        self.interrupt: Event | None = None  # the first traceback ending in KeyboardInterrupt
         self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
@@ -300,12 +299,6 @@ class RunBuilder:
         self.collector.observe(event)
         self.waiting.observe(event)
         self.shutdown.observe(event)
-        if (
-            self.interrupt is None
-            and event.exceptions
-            and event.exceptions[-1].type.endswith("KeyboardInterrupt")
-        ):
-            self.interrupt = event
         found = self._matches(event)
         for m in found:
             self._keep(m)
@@ -390,7 +383,7 @@ class RunBuilder:
             unrecognized = None
         stalled = silent = interrupted = None
         if not has_error and unrecognized is None:
-            interrupted = interrupted_startup(self.interrupt, facts)
+            interrupted = interrupted_startup(self.shutdown.interrupted, facts)
         if not has_error and unrecognized is None and interrupted is None:
             stalled = startup_stalled(self.waiting, facts) or stalled_with_warnings(findings, facts)
             silent = None if stalled else engine_died_silently(facts, self.last_event)

@@ -158,10 +158,12 @@ _STOPPED_BY_SHUTDOWN = ("engine-dead-runtime", "engine-died-silently")
 
 
 class ShutdownRequest:
-    """The first line at which the run was asked to stop."""
+    """The first line at which the run was asked to stop, and the first traceback
+    that ends in KeyboardInterrupt (SIGINT, or vLLM's SIGTERM handler)."""
 
     def __init__(self) -> None:
         self.line: int | None = None
+        self.interrupted: Event | None = None
 
     def observe(self, event: Event) -> None:
         if (
@@ -170,6 +172,12 @@ class ShutdownRequest:
             and _SHUTDOWN_REQUEST.search(event.message)
         ):
             self.line = event.line
+        if (
+            self.interrupted is None
+            and event.exceptions
+            and event.exceptions[-1].type.endswith("KeyboardInterrupt")
+        ):
+            self.interrupted = event
 
 
 # Where a process that was stopped had been blocked: the frames of its interruption.
@@ -192,65 +200,60 @@ def _waiting_on(event: Event) -> str | None:
     return None
 
 
-def _interrupted_while_waiting(event: Event, phase: str, waiting: str) -> Finding:
-    exc = event.exceptions[-1]
-    return Finding(
-        id="startup-hang/stopped-while-waiting",
-        category="startup-hang",
-        severity=Severity.ERROR,
-        title=f"Start-up was stuck waiting on {waiting.split(' (')[0]} and was stopped",
-        explanation=(
-            f"{event.process or 'A process'} was stopped with `{str(exc)[:120]}` (line "
-            f"{exc.line}) during {phase}, and its traceback shows it blocked waiting on "
-            f"{waiting}: start-up was not progressing, and a supervisor, a timeout or a person "
-            "stopped it."
-        ),
-        fix=(
-            "For downloads: check network access to the Hub (proxy, DNS, HF_ENDPOINT), or "
-            "download the model beforehand and set HF_HUB_OFFLINE=1.",
-            "For other ranks: rerun with NCCL_DEBUG=INFO and check that every rank started; "
-            "for a lock: make sure no other process holds it, or remove a stale lock file.",
-        ),
-        evidence=(Evidence(exc.line, str(exc).splitlines()[0], event.process),),
-        confidence=0.6,
-        priority=4,
-    )
-
-
 def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
     """Start-up ended in KeyboardInterrupt: someone (or something) sent SIGINT or SIGTERM.
 
     Nothing in vLLM failed by itself; the "Engine core initialization failed"
-    that follows is the interruption's echo.
+    that follows is the interruption's echo.  If the traceback shows the
+    process blocked on the network, the Hub, other ranks or a lock, start-up
+    was stuck and the signal ended the wait.
     """
     phase = facts.value("last_phase")
     if event is None or phase is None or facts.value("startup_complete"):
         return None
     exc = event.exceptions[-1]
+    stopped = f"{event.process or 'A process'} stopped with `{str(exc)[:200]}` (line {exc.line})"
     waiting = _waiting_on(event)
+    fix: tuple[str, ...]
     if waiting is not None:
-        return _interrupted_while_waiting(event, str(phase), waiting)
-    return Finding(
-        id="engine-died-silently/startup-interrupted",
-        category="engine-died-silently",  # the taxonomy's "killed by a signal"
-        severity=Severity.ERROR,
-        title=f"Start-up was interrupted ({exc.type}) during {phase}",
-        explanation=(
-            f"{event.process or 'A process'} stopped with `{str(exc)[:200]}` (line {exc.line}) "
-            f"while starting ({phase}): the process received SIGINT "
-            "or SIGTERM (Ctrl-C, or a supervisor, orchestrator or job scheduler stopping it; "
-            "vLLM's server turns SIGTERM into `KeyboardInterrupt: terminated`). The errors that "
-            "follow report the interruption; nothing in vLLM failed by itself."
-        ),
-        fix=(
+        id_ = "startup-hang/stopped-while-waiting"
+        title = f"Start-up was stuck waiting on {waiting.split(' (')[0]} and was stopped"
+        explanation = (
+            f"{stopped} during {phase}, and its traceback shows it blocked waiting on "
+            f"{waiting}: start-up was not progressing, and a supervisor, a timeout or a person "
+            "stopped it."
+        )
+        fix = (
+            "For downloads: check network access to the Hub (proxy, DNS, HF_ENDPOINT), or "
+            "download the model beforehand and set HF_HUB_OFFLINE=1.",
+            "For other ranks: rerun with NCCL_DEBUG=INFO and check that every rank started; "
+            "for a lock: make sure no other process holds it, or remove a stale lock file.",
+        )
+    else:
+        id_ = "engine-died-silently/startup-interrupted"  # the taxonomy's "killed by a signal"
+        title = f"Start-up was interrupted ({exc.type}) during {phase}"
+        explanation = (
+            f"{stopped} while starting ({phase}): the process received SIGINT or SIGTERM "
+            "(Ctrl-C, or a supervisor, orchestrator or job scheduler stopping it; vLLM's server "
+            "turns SIGTERM into `KeyboardInterrupt: terminated`). The errors that follow report "
+            "the interruption; nothing in vLLM failed by itself."
+        )
+        fix = (
             "If nobody stopped it on purpose, look for what sent the signal: a job scheduler's "
             "time limit, a start-up timeout in the wrapper, or a terminal that closed.",
             "A long start-up phase (torch.compile, weight download) is often mistaken for a "
             "hang; check the timeline before interrupting it.",
-        ),
+        )
+    return Finding(
+        id=id_,
+        category=id_.split("/")[0],
+        severity=Severity.ERROR,
+        title=title,
+        explanation=explanation,
+        fix=fix,
         evidence=(Evidence(exc.line, str(exc).splitlines()[0], event.process),),
-        confidence=0.7,
-        priority=3,
+        confidence=0.7 if waiting is None else 0.6,
+        priority=3 if waiting is None else 4,
     )
 
 
@@ -804,8 +807,8 @@ def _last_source_line(event: Event) -> str:
 
 def _cut_off_traceback(event: Event) -> Finding:
     """An ERROR traceback that stops before its exception line (a truncated paste)."""
-    last = event.frames[-1]
-    if m := _IMPORT_LINE.fullmatch(_last_source_line(event)):
+    last, source = event.frames[-1], _last_source_line(event)
+    if m := _IMPORT_LINE.fullmatch(source):
         module = m["module"] or m["module2"]
         return Finding(
             id="dependency-missing/import-cut-off",
@@ -813,7 +816,7 @@ def _cut_off_traceback(event: Event) -> Finding:
             severity=Severity.ERROR,
             title=f"The run failed importing {module} (the error line is not in the log)",
             explanation=(
-                f"A traceback (line {event.line}) stops at `{_last_source_line(event)[:200]}` "
+                f"A traceback (line {event.line}) stops at `{source[:200]}` "
                 f"in {last.function} ({last.file}): that import raised, and the log ends "
                 f"before saying why. Usually {module.split('.')[0]} is not installed, or "
                 "its installed version does not match what this vLLM expects."
