@@ -694,3 +694,15 @@ def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
     root = _root(d)
     assert "CUDA error: operation not permitted` (line 4)" in root.explanation
     assert "Search for" not in root.explanation and "Search for" in root.evidence[0].text
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "+ /venv/bin/vllm serve /models/m --tensor-parallel-size 6",
+        "launching: python -m vllm.entrypoints.openai.api_server --model m -tp 6",
+    ],
+)
+def test_a_wrappers_printed_vllm_command_gives_the_parallel_size(command: str) -> None:
+    d = _diagnose_text(command + "\n")
+    assert d.facts.value("tensor_parallel_size") == 6

@@ -293,8 +293,9 @@ def _numbers(message: str, emit: _Sink) -> None:
 
 # A wrapper (supervisor, GPUStack, a launch script) that prints the command it runs.
 _COMMAND_LINE = re.compile(
-    r"(?:vllm serve|vllm with arguments: serve"
-    r"|vllm\.entrypoints\.openai\.api_server|entrypoints/openai/api_server\.py)\b"
+    # `vllm serve`, `/venv/bin/vllm serve`, `Run vllm with arguments: serve` (GPUStack)
+    r"\bvllm\b[^\n]{0,40}?\bserve\b"
+    r"|vllm\.entrypoints\.openai\.api_server|entrypoints/openai/api_server\.py"
 )
 _COMMAND_FLAGS = {
     "tensor_parallel_size": re.compile(r"(?:--tensor[-_]parallel[-_]size|-tp)[ =]['\"]?(\d+)"),
