@@ -680,6 +680,43 @@ def test_a_start_up_stopped_elsewhere_was_interrupted() -> None:
     assert root.id == "engine-died-silently/startup-interrupted"
 
 
+def _worker_error_then_engine_death(head: list[str]) -> Diagnosis:
+    core = "(EngineCore_DP0 pid=243) "
+    return _diagnose_text(
+        "\n".join(
+            [
+                *head,
+                core + "ERROR 03-04 09:18:00 [core.py:946] EngineCore encountered a fatal error.",
+                core + "ERROR 03-04 09:18:00 [core.py:946] Traceback (most recent call last):",
+                core + '  File "/venv/vllm/v1/worker/gpu_model_runner.py", line 2200, in '
+                "execute_model",
+                core + "    self.kv_connector_workers.flush()",
+                core + "AttributeError: 'GPUModelRunner' object has no attribute "
+                "'kv_connector_workers'",
+                "(APIServer pid=1) ERROR 03-04 09:18:01 [async_llm.py:480] AsyncLLM output_handler "
+                "failed.",
+                "(APIServer pid=1) vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+                "encountered an issue. See stack trace (above) for the root cause.",
+            ]
+        )
+    )
+
+
+def test_an_unrecognized_error_that_kills_a_serving_engine_is_an_engine_death() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    root = _root(_worker_error_then_engine_death(head))
+    assert root.category == "engine-dead-runtime"
+    assert root.id == "engine-dead-runtime/unrecognized-error"
+    assert "AttributeError" in root.title
+    assert "'kv_connector_workers'" in root.explanation
+
+
+def test_the_same_error_before_the_server_was_up_stays_unrecognized() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
+    root = _root(_worker_error_then_engine_death(head))
+    assert root.id == "other/unrecognized-exception"
+
+
 def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
     d = _diagnose_text(
         "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Traceback (most recent call last):\n"

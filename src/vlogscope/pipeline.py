@@ -37,6 +37,7 @@ from vlogscope.rules import (
     ShutdownRequest,
     WaitingStreak,
     blocks_below_max_len,
+    died_while_serving,
     ends_in_shutdown,
     engine_died_silently,
     fp8_kv_kernel_build,
@@ -375,6 +376,7 @@ class RunBuilder:
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
         unrecognized = None if has_error else unrecognized_error(self.unexplained)
+        unrecognized = died_while_serving(unrecognized, findings, facts)
         if (
             unrecognized is not None
             and unrecognized.id == "other/traceback-cut-off"

@@ -781,6 +781,60 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
     return None
 
 
+def died_while_serving(
+    unrecognized: Finding | None, findings: Sequence[Finding], facts: Facts
+) -> Finding | None:
+    """An unrecognised error that killed an engine which was serving is an engine death.
+
+    The taxonomy's engine-dead-runtime is exactly this: the run served, then
+    the engine loop died of an earlier error.  When no signature names that
+    error, "the engine died while serving, of this exception" says more than
+    "an unrecognised error", and still quotes the exception.
+    """
+    ready = facts.get("startup_complete")
+    if (
+        unrecognized is None
+        or unrecognized.id != "other/unrecognized-exception"
+        or ready is None
+        or not ready.value
+        or unrecognized.line < ready.line
+    ):
+        return unrecognized
+    death = next(
+        (
+            f
+            for f in findings
+            if f.category == "engine-dead-runtime"
+            and f.role is Role.SYMPTOM
+            and f.line >= ready.line
+        ),
+        None,
+    )
+    if death is None:
+        return unrecognized
+    kind = unrecognized.title.rpartition(": ")[2]
+    cause = unrecognized.evidence[0]
+    return dataclasses.replace(
+        unrecognized,
+        id="engine-dead-runtime/unrecognized-error",
+        category="engine-dead-runtime",
+        title=f"The engine died while serving, of an error no signature names ({kind})",
+        explanation=(
+            f"The server was up (line {ready.line}), then `{cause.text[:300]}` (line "
+            f"{cause.line}) was raised and the engine stopped (line {death.line}: "
+            f"{death.title[:1].lower()}{death.title[1:]}). Every request after that fails. "
+            "No signature knows this exception: its traceback's last frames say where it "
+            "came from."
+        ),
+        fix=(
+            "Read that traceback from its first line; search vLLM's issues for its message.",
+            "Restart the server to serve again; if the error comes back with the same "
+            "requests, they trigger it.",
+        ),
+        confidence=0.4,
+    )
+
+
 # Files of the API server / engine client: a traceback running only through these
 # is the front end reporting that the engine went away, not the engine's error.
 _FRONT_END = re.compile(
