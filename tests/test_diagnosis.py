@@ -717,6 +717,56 @@ def test_the_same_error_before_the_server_was_up_stays_unrecognized() -> None:
     assert root.id == "other/unrecognized-exception"
 
 
+_CAUGHT = [
+    "(EngineCore_DP0 pid=243) Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=243)   File "/venv/vllm_plugin/sample/sampler.py", line 339, in top_k',
+    "(EngineCore_DP0 pid=243)     return torch.ops._C_plugin.top_k_top_p(logits, k=k, p=p)",
+    "(EngineCore_DP0 pid=243) RuntimeError: aclnnTopKTopP not in libopapi.so",
+    "(EngineCore_DP0 pid=243) WARNING 03-04 09:17:30 [sampler.py:40] Custom op top_k_top_p is "
+    "unavailable; falling back to the pytorch implementation.",
+]
+_GENERATING = (
+    "(APIServer pid=1) INFO 03-04 09:17:40 [loggers.py:259] Engine 000: Avg prompt throughput: "
+    "52.0 tokens/s, Avg generation throughput: 97.5 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
+    "GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%"
+)
+
+
+def test_an_unrecognized_error_the_engine_went_on_generating_after_is_information() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    d = _diagnose_text("\n".join([*head, *_CAUGHT, _GENERATING]))
+    assert d.verdict is Verdict.HEALTHY
+    (caught,) = [f for f in d.findings if f.id == "other/unrecognized-exception"]
+    assert caught.severity is Severity.INFO
+    assert "went on serving" in caught.title
+
+
+def test_a_fatal_error_after_a_caught_one_is_still_the_root_cause() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    root = _root(_worker_error_then_engine_death([*head, *_CAUGHT, _GENERATING]))
+    assert root.id == "engine-dead-runtime/unrecognized-error"
+    assert "'kv_connector_workers'" in root.explanation
+
+
+def test_an_engine_death_during_a_requested_shutdown_is_not_what_an_error_killed() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    core = "(EngineCore_DP0 pid=243) "
+    d = _diagnose_text(
+        "\n".join(
+            [
+                *head,
+                *_CAUGHT,
+                core + "INFO 03-04 09:18:11 [core.py:1219] [shutdown] EngineCore: trigger "
+                "received signal=SIGTERM",
+                "(APIServer pid=1) ERROR 03-04 09:18:11 [async_llm.py:707] "
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                "See stack trace (above) for the root cause.",
+            ]
+        )
+    )
+    assert _root(d).id == "other/unrecognized-exception"
+
+
 def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
     d = _diagnose_text(
         "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Traceback (most recent call last):\n"

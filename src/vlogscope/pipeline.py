@@ -49,7 +49,7 @@ from vlogscope.rules import (
     stalled_with_warnings,
     startup_stalled,
     stopped_on_request,
-    unrecognized_error,
+    unrecognized_after_progress,
     unusual_tensor_parallel_size,
 )
 from vlogscope.runs import RunSplitter
@@ -375,8 +375,14 @@ class RunBuilder:
                 findings.append(rule_finding)
         has_error = any(f.severity is Severity.ERROR and f.role is Role.CAUSE for f in findings)
         stopped = facts.get("last_phase") is not None and not facts.value("startup_complete")
-        unrecognized = None if has_error else unrecognized_error(self.unexplained)
-        unrecognized = died_while_serving(unrecognized, findings, facts)
+        unrecognized = died_while_serving(
+            None
+            if has_error
+            else unrecognized_after_progress(self.unexplained, self.progress.line),
+            findings,
+            facts,
+        )
+        failed_unrecognized = unrecognized is not None and unrecognized.severity is Severity.ERROR
         if (
             unrecognized is not None
             and unrecognized.id == "other/traceback-cut-off"
@@ -384,9 +390,9 @@ class RunBuilder:
         ):  # a symptom that names what happened says more than a traceback without its end
             unrecognized = None
         stalled = silent = interrupted = None
-        if not has_error and unrecognized is None:
+        if not has_error and not failed_unrecognized:
             interrupted = interrupted_startup(self.shutdown.interrupted, facts)
-        if not has_error and unrecognized is None and interrupted is None:
+        if not has_error and not failed_unrecognized and interrupted is None:
             stalled = startup_stalled(self.waiting, facts) or stalled_with_warnings(findings, facts)
             silent = None if stalled else engine_died_silently(facts, self.last_event)
         extra = [

@@ -781,6 +781,29 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
     return None
 
 
+def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> Finding | None:
+    """`unrecognized_error`, where a traceback the engine went on generating after was
+    caught, not fatal.
+
+    Plugins and kernels print a traceback and fall back ("falling back to the
+    pytorch implementation"); stats lines with throughput after it show the
+    engine kept working.  Only when every unexplained error is of that kind is
+    the first one reported, as information.
+    """
+    fatal = [e for e in events if e.line_numbers[-1] >= serving_line]
+    found = unrecognized_error(fatal)
+    if found is not None or len(fatal) == len(events):
+        return found
+    survived = unrecognized_error([e for e in events if e.line_numbers[-1] < serving_line])
+    if survived is None:
+        return None
+    why = (
+        f"The engine kept generating afterwards (line {serving_line}), so this error was "
+        "caught and did not stop the run."
+    )
+    return _demoted(survived, "the run went on serving", why)
+
+
 def died_while_serving(
     unrecognized: Finding | None, findings: Sequence[Finding], facts: Facts
 ) -> Finding | None:
@@ -806,6 +829,7 @@ def died_while_serving(
             for f in findings
             if f.category == "engine-dead-runtime"
             and f.role is Role.SYMPTOM
+            and f.severity is Severity.ERROR  # not the "death" of a requested shutdown
             and f.line >= ready.line
         ),
         None,
