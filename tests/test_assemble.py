@@ -208,3 +208,45 @@ def test_a_cut_off_ipython_traceback_still_names_its_exception_type() -> None:
     [_, event] = _events(*cut.splitlines())
     assert [e.type for e in event.exceptions] == ["KeyError"]
     assert event.exceptions[0].line == 2
+
+
+# rich's pretty traceback in a narrow (30-column) console: the frame location is
+# wrapped over box lines, and so is the exception message after the box.
+_RICH = """\
+INFO 07-14 12:16:01 [llm_engine.py:234] Initializing an LLM engine (v0.6.4)
+╭─ Traceback (most recent call last) ─╮
+│ /venv/lib/python3.10/site-packages/ │
+│ vllm/worker/model_runner.py:1047 in │
+│ load_model                          │
+│                                     │
+│   1046 │   with DeviceMemoryProfile │
+│ ❱ 1047 │   │   model = get_model(   │
+│        │   │   │   vllm_config=self │
+│                                     │
+│ /venv/lib/python3.10/site-packages/ │
+│ torch/utils/_device.py:106 in       │
+│ __torch_function__                  │
+│                                     │
+│ ❱  106 │   return func(*args, **kwa │
+╰─────────────────────────────────────╯
+RuntimeError: NVML_SUCCESS == r
+INTERNAL ASSERT FAILED at
+"../c10/cuda/CUDACachingAllocator.cpp":995,
+please report a bug to PyTorch.
+[W714 12:16:47.832395491 ProcessGroupNCCL.cpp:1250] Warning: process group not destroyed
+"""
+
+
+def test_a_rich_traceback_is_one_event_with_its_wrapped_frames_and_exception() -> None:
+    [_, event, after] = _events(*_RICH.splitlines())
+    assert event.kind is EventKind.TRACEBACK and event.line_numbers == tuple(range(2, 21))
+    assert [(f.file, f.line, f.function) for f in event.frames] == [
+        ("/venv/lib/python3.10/site-packages/vllm/worker/model_runner.py", 1047, "load_model"),
+        ("/venv/lib/python3.10/site-packages/torch/utils/_device.py", 106, "__torch_function__"),
+    ]
+    assert [f.calls for f in event.frames] == ["get_model", "func"]
+    assert event.exception == (
+        'RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "../c10/cuda/'
+        'CUDACachingAllocator.cpp":995, please report a bug to PyTorch.'
+    )
+    assert after.line_numbers == (21,)

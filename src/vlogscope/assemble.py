@@ -61,6 +61,14 @@ _IPYTHON_FRAME = re.compile(
     r"|(?P<file7>\S+\.py|<ipython-input-[\w-]+>) in (?P<func7>[\w.<>]+)(?:\(.*)?"
 )
 _IPYTHON_CODE = re.compile(r"(?P<arrow>-*>)? *[0-9]+ (?P<code>.*)|\(\.\.\.\)")
+# rich's pretty tracebacks (`rich.traceback.install()`, typer apps) draw a box:
+# frames read `path/file.py:123 in func`, wrapped over several box lines when the
+# console is narrow; the code line running carries `❱`; the exception follows the
+# box, word-wrapped to the box's width.
+_RICH_HEADER = re.compile(r"╭─+ Traceback \(most recent call last\) ─+╮")
+_RICH_FOOTER = re.compile(r"╰─+╯")
+_RICH_FRAME = re.compile(r"(?P<file>\S.*?):(?P<line>[0-9]+) ?in ?(?P<func>[\w.<>]+)")
+_RICH_CODE = re.compile(r"❱ *[0-9]+ │(?P<code>.*)")
 # The first name applied to arguments in a source line: `a = b.c(` -> `c`.
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.*))?')
@@ -160,6 +168,9 @@ class _Builder:
     code_expected: bool = False
     last_code: str = ""  # the source line shown under the latest frame
     ipython: RaisedException | None = None  # the type an IPython traceback's header names
+    rich_width: int = 0  # inside a rich traceback: the width of its box
+    rich_boxed: bool = False  # between the box's top and bottom lines
+    rich_path: str = ""  # a frame location wrapped over box lines, so far
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None, int | None]:
@@ -185,6 +196,15 @@ class _Builder:
             self._close_exception()
             self.state = _TracebackState.FRAMES
             self.ipython = RaisedException(header["type"], "", number)
+        elif self.state is not _TracebackState.FRAMES and _RICH_HEADER.fullmatch(stripped):
+            self._close_exception()
+            self.state, self.rich_width, self.rich_boxed = (
+                _TracebackState.FRAMES,
+                len(stripped),
+                True,
+            )
+        elif self.rich_boxed:
+            self._rich_line(stripped)
         elif self.ipython is not None and self.state is _TracebackState.FRAMES:
             self._ipython_line(number, stripped)
         elif self.state in (_TracebackState.FRAMES, _TracebackState.NONE) and (
@@ -211,9 +231,44 @@ class _Builder:
             self.open_exception = RaisedException(kind, message, number)
             self.state = _TracebackState.RAISED
         elif self.state is _TracebackState.RAISED and self.open_exception and stripped:
-            # Indented details and multi-line messages belong to the exception.
+            # Indented details and multi-line messages belong to the exception; rich
+            # wrapped its message at the box's width, at a space.
             old = self.open_exception
-            self.open_exception = RaisedException(old.type, f"{old.message}\n{stripped}", old.line)
+            joint = " " if self.rich_width else "\n"
+            self.open_exception = RaisedException(
+                old.type, old.message + joint + stripped, old.line
+            )
+
+    def _rich_line(self, stripped: str) -> None:
+        """One line inside a rich traceback's box: a piece of a frame location, a code
+        line, or the box's bottom."""
+        if _RICH_FOOTER.fullmatch(stripped):
+            self.rich_boxed, self.rich_path = False, ""
+            return
+        content = stripped[1:-1] if stripped[:1] == stripped[-1:] == "│" else ""
+        piece = content.strip()
+        starts_location = content[:2] == " " + piece[:1]  # in the box's first column
+        if (
+            piece[:1] not in ("", "❱", "╭", "╰")
+            and "│" not in piece
+            and (starts_location or self.rich_path)
+        ):
+            self.rich_path += piece  # the space at a wrap is lost; _RICH_FRAME allows for it
+            if frame := _RICH_FRAME.fullmatch(self.rich_path):
+                self.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"]))
+                self.last_code, self.rich_path = "", ""
+            return
+        self.rich_path = ""
+        if (code := _RICH_CODE.match(piece)) and self.frames:
+            self.last_code = code["code"].replace("│", " ").strip()  # minus indent guides
+            if not self.frames[-1].calls and (call := _CALL.search(self.last_code)):
+                self.frames[-1] = replace(self.frames[-1], calls=call[1])
+
+    def _wraps_on(self, text: str) -> bool:
+        """Is `text` the rest of a rich exception message, wrapped at the box's width?
+        rich moves a word down only when it would not fit on the line before."""
+        previous, word = self.texts[-1].rstrip(), text.split(" ", 1)[0]
+        return bool(word) and len(previous) + 1 + len(word) > self.rich_width
 
     def _ipython_line(self, number: int, stripped: str) -> None:
         """One line inside an IPython traceback: a frame, a code line or the exception."""
@@ -263,7 +318,12 @@ class _Builder:
         if self.state is _TracebackState.FRAMES:
             return True
         if self.state is _TracebackState.RAISED:
-            return text[:1].isspace() or not stripped or stripped in _CHAIN_MARKERS
+            return (
+                text[:1].isspace()
+                or not stripped
+                or stripped in _CHAIN_MARKERS
+                or (self.rich_width > 0 and self._wraps_on(text))
+            )
         return False
 
     def build(self) -> Event:
