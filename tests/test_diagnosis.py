@@ -767,6 +767,30 @@ def test_an_engine_death_during_a_requested_shutdown_is_not_what_an_error_killed
     assert _root(d).id == "other/unrecognized-exception"
 
 
+def _mla_forward_crash(head: list[str]) -> Diagnosis:
+    core = "(EngineCore_DP0 pid=243) "
+    return _diagnose_text(
+        "\n".join(
+            [
+                *head,
+                core + "Traceback (most recent call last):",
+                core + '  File "/venv/vllm/v1/attention/backends/mla/flashmla.py", line 301, in '
+                "forward_mqa",
+                core + "    out = flash_mla_with_kvcache(q, kv_c_cache, block_table)",
+                core + "RuntimeError: dispatcher call failed at ops.h, line 933",
+            ]
+        )
+    )
+
+
+def test_a_start_up_guess_from_where_a_traceback_ran_is_not_made_after_start_up() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    assert _root(_mla_forward_crash(head[:16])).category == "mla-backend-unavailable"
+    serving = _mla_forward_crash(head)
+    assert all(f.category != "mla-backend-unavailable" for f in serving.findings)
+    assert _root(serving).id == "other/unrecognized-exception"
+
+
 def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
     d = _diagnose_text(
         "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Traceback (most recent call last):\n"

@@ -95,6 +95,15 @@ def test_unknown_category_is_rejected(tmp_path: Path) -> None:
         load_signatures([tmp_path / "cat"])
 
 
+def test_startup_only_must_be_a_boolean(tmp_path: Path) -> None:
+    text = USER_SIG.format(id="other/x", title="t", regex="x") + 'startup_only = "yes"\n'
+    _write(tmp_path / "flag", "f.toml", text)
+    with pytest.raises(SignatureError, match=r"match\.startup_only must be true/false"):
+        load_signatures([tmp_path / "flag"])
+    _write(tmp_path / "ok", "f.toml", text.replace('"yes"', "true"))
+    assert load_signatures([tmp_path / "ok"])["other/x"].startup_only
+
+
 def test_lint_flags_catastrophic_regexes_and_missing_tests(tmp_path: Path) -> None:
     _write(
         tmp_path / "lint",

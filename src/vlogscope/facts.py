@@ -359,6 +359,11 @@ class FactCollector:
             for extractor in _EXTRACTORS:
                 extractor(payload, emit)
 
+    @property
+    def startup_complete(self) -> bool:
+        """Has the run so far got past start-up (the engine ready, or serving)?"""
+        return self._phases.startup_complete
+
     def facts(self) -> Facts:
         found = dict(self._found)
         if self._workers:

@@ -129,6 +129,10 @@ class PhaseTracker:
                 self._furthest, self._line = index, event.line
                 return
 
+    @property
+    def startup_complete(self) -> bool:
+        return self._furthest >= READY_INDEX
+
     def facts(self) -> dict[str, tuple[str | bool, int]]:
         found: dict[str, tuple[str | bool, int]] = {}
         if self._furthest >= 0:

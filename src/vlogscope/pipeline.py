@@ -301,6 +301,8 @@ class RunBuilder:
         self.waiting.observe(event)
         self.shutdown.observe(event)
         found = self._matches(event)
+        if self.collector.startup_complete:
+            found = [m for m in found if not m.signature.startup_only]
         for m in found:
             self._keep(m)
         if is_residue_candidate(event) and not any(m.explains_event for m in found):

@@ -823,17 +823,16 @@ def died_while_serving(
         or unrecognized.line < ready.line
     ):
         return unrecognized
-    death = next(
-        (
-            f
-            for f in findings
-            if f.category == "engine-dead-runtime"
-            and f.role is Role.SYMPTOM
-            and f.severity is Severity.ERROR  # not the "death" of a requested shutdown
-            and f.line >= ready.line
-        ),
-        None,
-    )
+    deaths = [
+        f
+        for f in findings
+        if f.category == "engine-dead-runtime"
+        and f.role is Role.SYMPTOM
+        and f.severity is Severity.ERROR  # not the "death" of a requested shutdown
+        and f.line >= ready.line
+    ]
+    # The report of this error's death, or else the last one before it (other ranks).
+    death = next((f for f in deaths if f.line >= unrecognized.line), deaths[-1] if deaths else None)
     if death is None:
         return unrecognized
     kind = unrecognized.title.rpartition(": ")[2]

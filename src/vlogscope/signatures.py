@@ -27,6 +27,7 @@ A file holds any number of `[[signature]]` tables:
     path = 'vllm/attention/'               # optional, regex on a frame's file path
     levels = ["ERROR"]                     # optional
     kinds = ["record", "traceback"]        # optional
+    startup_only = true                    # optional: only before the server was up
     [signature.tests]
     fires = ["tests/fixtures/logs/x.log"]  # must produce this signature
     ignores = ["tests/fixtures/logs/y.log"]  # must not
@@ -104,6 +105,9 @@ class Signature:
     # Literals every `message` match contains (needles.py), or None: a line
     # holding none of them is not searched.
     needles: Needles | None = None
+    # Speaks only for events before start-up completed: guesses from where a
+    # traceback ran ("while loading weights") say nothing about a serving crash.
+    startup_only: bool = False
 
 
 def is_fallback(sig: Signature) -> bool:
@@ -221,6 +225,11 @@ def _parse(table: Mapping[str, Any], source: Path, lazy: bool = False) -> Signat
         )
     except ValueError as exc:
         raise SignatureError(f"{source}: signature {sig_id!r}: {exc}") from exc
+    startup_only = match.get("startup_only", False)
+    if not isinstance(startup_only, bool):
+        raise SignatureError(
+            f"{source}: signature {sig_id!r}: match.startup_only must be true/false"
+        )
     tests = table.get("tests", {})
     return Signature(
         id=sig_id,
@@ -246,6 +255,7 @@ def _parse(table: Mapping[str, Any], source: Path, lazy: bool = False) -> Signat
         ),
         origin=source,
         needles=required_literals(match["message"]) if "message" in match else None,
+        startup_only=startup_only,
     )
 
 
