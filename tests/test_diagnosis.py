@@ -791,6 +791,44 @@ def test_a_start_up_guess_from_where_a_traceback_ran_is_not_made_after_start_up(
     assert _root(serving).id == "other/unrecognized-exception"
 
 
+_V0_SERVING = [
+    "INFO 08-15 01:29:00 api_server.py:339] vLLM API server version 0.5.4",
+    "INFO 08-15 01:29:05 llm_engine.py:174] Initializing an LLM engine (v0.5.4) with config: "
+    "model='m', tokenizer='m', max_seq_len=4096",
+    "INFO 08-15 01:29:40 gpu_executor.py:102] # GPU blocks: 2048, # CPU blocks: 512",
+    "INFO:     Application startup complete.",
+    "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+    "INFO 08-15 01:30:01 metrics.py:406] Avg prompt throughput: 12.0 tokens/s, Avg generation "
+    "throughput: 30.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache "
+    "usage: 1.0%, CPU KV cache usage: 0.0%.",
+]
+_ZMQ_GONE = [
+    "Task exception was never retrieved",
+    "future: <Task finished name='Task-4' coro=<lifespan.<locals>._force_log() done> "
+    "exception=ZMQError('Operation not supported')>",
+    "Traceback (most recent call last):",
+    '  File "/venv/zmq/sugar/context.py", line 359, in socket',
+    "    raise ZMQError(Errno.ENOTSUP)",
+    "zmq.error.ZMQError: Operation not supported",
+]
+
+
+@pytest.mark.parametrize(
+    "stop", ["vLLM ZMQ RPC Server was interrupted.", "Gracefully stopping http server"]
+)
+def test_a_v0_server_stopped_by_a_signal_leaves_no_error(stop: str) -> None:
+    d = _diagnose_text(
+        "\n".join([*_V0_SERVING, f"INFO 08-15 01:50:29 launcher.py:45] {stop}", *_ZMQ_GONE])
+    )
+    assert d.verdict is Verdict.HEALTHY
+    assert not [f for f in d.findings if f.severity is Severity.ERROR]
+
+
+def test_a_lost_zmq_link_without_a_shutdown_is_a_symptom_of_a_silent_death() -> None:
+    d = _diagnose_text("\n".join([*_V0_SERVING, *_ZMQ_GONE]))
+    assert _root(d).category == "engine-died-silently"
+
+
 def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
     d = _diagnose_text(
         "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Traceback (most recent call last):\n"

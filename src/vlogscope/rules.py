@@ -152,6 +152,8 @@ def self_explained(matches: Sequence[Match]) -> list[Match]:
 _SHUTDOWN_REQUEST = re.compile(
     r"shutdown triggered|received signal=SIG(?:TERM|INT)|Received (?:SIGTERM|SIGINT|signal \d+)"
     r"|Shutting down gracefully|interrupted by (?:user|SIGINT)"
+    # V0 servers: the RPC server's and the HTTP launcher's answers to SIGINT/SIGTERM.
+    r"|RPC Server was interrupted|Gracefully stopping http server"
 )
 # What a requested shutdown brings about and is no failure then.
 _STOPPED_BY_SHUTDOWN = ("engine-dead-runtime", "engine-died-silently")
