@@ -250,3 +250,33 @@ def test_a_rich_traceback_is_one_event_with_its_wrapped_frames_and_exception() -
         'CUDACachingAllocator.cpp":995, please report a bug to PyTorch.'
     )
     assert after.line_numbers == (21,)
+
+
+# faulthandler's dump of a native crash: most recent call first, other threads too.
+_FAULT = """\
+INFO 04-05 23:50:40 llm_engine.py:87] Initializing an LLM engine (v0.4.0.post1)
+Fatal Python error: Segmentation fault
+
+Thread 0x00007f2e1bfff640 (most recent call first):
+  File "/usr/lib/python3.9/threading.py", line 312 in wait
+
+Current thread 0x00007f2f4a9b4740 (most recent call first):
+  File "/venv/triton/compiler/compiler.py", line 114 in ttgir_to_llir
+  File "/venv/triton/compiler/compiler.py", line 417 in <lambda>
+  File "/venv/vllm/executor/ray_gpu_executor.py", line 224 in _init_cache
+
+Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)
+INFO 04-05 23:51:00 api_server.py:10] Restarting
+"""
+
+
+def test_a_faulthandler_dump_is_one_event_with_the_crashed_threads_frames() -> None:
+    [_, event, after] = _events(*_FAULT.splitlines())
+    assert event.kind is EventKind.TRACEBACK and event.line_numbers == tuple(range(2, 13))
+    assert [f.function for f in event.frames] == ["_init_cache", "<lambda>", "ttgir_to_llir"]
+    assert (
+        event.frames[-1].line == 114
+        and event.frames[-1].file == "/venv/triton/compiler/compiler.py"
+    )
+    assert event.exception == "Fatal Python error: Segmentation fault"
+    assert after.line_numbers == (13,)

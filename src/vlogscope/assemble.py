@@ -69,6 +69,17 @@ _RICH_HEADER = re.compile(r"╭─+ Traceback \(most recent call last\) ─+╮"
 _RICH_FOOTER = re.compile(r"╰─+╯")
 _RICH_FRAME = re.compile(r"(?P<file>\S.*?):(?P<line>[0-9]+) ?in ?(?P<func>[\w.<>]+)")
 _RICH_CODE = re.compile(r"❱ *[0-9]+ │(?P<code>.*)")
+# faulthandler's dump when native code crashes: `Fatal Python error: Segmentation
+# fault`, then each thread's stack, most recent call FIRST, frames without the comma.
+_FAULT = re.compile(r"Fatal Python error: (?P<what>.+)")
+_FAULT_STACK = re.compile(
+    r"(?:Stack|Current thread 0x[0-9a-f]+|Thread 0x[0-9a-f]+)(?: \[[^\]]*\])?"
+    r" \(most recent call first\):"
+)
+_FAULT_FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+) in (?P<func>.*)')
+_FAULT_NOISE = re.compile(
+    r"Python runtime state: .*|Extension modules: .*|<no Python frame>|\.\.\."
+)
 # The first name applied to arguments in a source line: `a = b.c(` -> `c`.
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.*))?')
@@ -171,6 +182,8 @@ class _Builder:
     rich_width: int = 0  # inside a rich traceback: the width of its box
     rich_boxed: bool = False  # between the box's top and bottom lines
     rich_path: str = ""  # a frame location wrapped over box lines, so far
+    fault: RaisedException | None = None  # a faulthandler dump's `Fatal Python error`
+    fault_thread: bool = False  # in the crashed thread's stack (not another thread's)
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None, int | None]:
@@ -184,7 +197,12 @@ class _Builder:
 
     def _advance(self, number: int, text: str) -> None:
         stripped = text.strip()
-        if text.endswith(_TRACEBACK_START):
+        if self.fault is not None:
+            self._fault_line(stripped)
+        elif not self.numbers[:-1] and (fault := _FAULT.fullmatch(stripped)):
+            self.fault = RaisedException("Fatal Python error", fault["what"], number)
+            self.state = _TracebackState.HEADER
+        elif text.endswith(_TRACEBACK_START):
             self._close_exception()
             self.state = _TracebackState.FRAMES
         elif stripped in _CHAIN_MARKERS or _PROCESS_BANNER.fullmatch(stripped):
@@ -238,6 +256,23 @@ class _Builder:
             self.open_exception = RaisedException(
                 old.type, old.message + joint + stripped, old.line
             )
+
+    def _fault_line(self, stripped: str) -> None:
+        """One line of a faulthandler dump: a thread's stack header or one of its frames
+        (innermost first, so each goes in front).  Only the crashed thread's are kept."""
+        if _FAULT_STACK.fullmatch(stripped):
+            self.state = _TracebackState.FRAMES
+            self.fault_thread = not stripped.startswith("Thread ")  # `Current thread`, `Stack`
+        elif self.fault_thread and (frame := _FAULT_FRAME.fullmatch(stripped)):
+            self.frames.insert(0, Frame(frame["file"], int(frame["line"]), frame["func"]))
+
+    def _fault_accepts(self, stripped: str) -> bool:
+        return (
+            not stripped
+            or _FAULT_STACK.fullmatch(stripped) is not None
+            or _FAULT_FRAME.fullmatch(stripped) is not None
+            or _FAULT_NOISE.fullmatch(stripped) is not None
+        )
 
     def _rich_line(self, stripped: str) -> None:
         """One line inside a rich traceback's box: a piece of a frame location, a code
@@ -313,6 +348,8 @@ class _Builder:
         if f.kind != "raw" or self.first.fields.kind != "raw":
             return False
         stripped = text.strip()
+        if self.fault is not None:
+            return self._fault_accepts(stripped)
         if self.state is _TracebackState.HEADER:
             return text.startswith(_TRACEBACK_START) or not stripped
         if self.state is _TracebackState.FRAMES:
@@ -330,6 +367,8 @@ class _Builder:
         self._close_exception()
         if self.ipython is not None and not self.exceptions:
             self.exceptions.append(self.ipython)  # cut off: the header still names the type
+        if self.fault is not None:
+            self.exceptions.append(self.fault)
         f = self.first.fields
         if f.kind == "vllm":
             kind = EventKind.RECORD
