@@ -155,3 +155,18 @@ def test_text_report_counts_every_stats_line_and_says_when_it_sampled(tmp_path: 
     sampled = int(out.split(f"{before + 1500:,} stats lines, ")[1].split(" sampled")[0])
     assert 60 <= sampled <= 512
     assert "max 149" in out  # the peak of the sample: the last lines are kept
+
+
+def test_a_long_warning_title_is_shown_whole_in_the_text_report() -> None:
+    line = (
+        "(EngineCore pid=84) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a "
+        "placement group of specs for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check "
+        "`ray status` and `ray list nodes` to see if you have enough resources.\n"
+    )
+    result = run_cli("diagnose", "-", stdin=line.encode())
+    words = " ".join(part.strip(" │╭╮╰╯─") for part in result.stdout.decode().splitlines()).split()
+    title = (
+        "Ray has not placed the workers after 150 seconds: the cluster lacks the resources "
+        "asked for"
+    )
+    assert title in " ".join(words)

@@ -255,9 +255,9 @@ def render_text(d: Diagnosis, console: Console) -> None:
     for f in others:
         style = "yellow" if f.severity is Severity.WARNING else "blue"
         console.print(
-            Panel(
-                _finding_body(f),
-                title=_plain(f"{f.severity.upper()} · {f.category} · {f.title}", style),
+            Panel(  # the title in the body: a panel's header line is cut, never wrapped
+                Group(_plain(f.title, "bold"), _plain(""), _finding_body(f)),
+                title=_plain(f"{f.severity.upper()} · {f.category}", style),
                 title_align="left",
                 border_style=style,
             )
