@@ -280,3 +280,19 @@ def test_a_faulthandler_dump_is_one_event_with_the_crashed_threads_frames() -> N
     )
     assert event.exception == "Fatal Python error: Segmentation fault"
     assert after.line_numbers == (13,)
+
+
+def test_a_ray_task_errors_remote_traceback_and_real_exception_join_its_event() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/ray/_private/worker.py", line 861, in get_objects',
+        "    raise value.as_instanceof_cause()",
+        "ray.exceptions.RayTaskError(ModuleNotFoundError): ray::Actor.fit() (pid=5, ip=10.0.0.1)",
+        '  File "/venv/openrlhf/trainer/ray/ppo_actor.py", line 85, in __init__',
+        "    import vllm",
+        "ModuleNotFoundError: No module named 'vllm'",
+    ]
+    [event] = _events(*lines)
+    assert [f.function for f in event.frames] == ["get_objects", "__init__"]
+    assert [e.type for e in event.exceptions] == ["ModuleNotFoundError", "ModuleNotFoundError"]
+    assert event.exception == "ModuleNotFoundError: No module named 'vllm'"

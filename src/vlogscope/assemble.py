@@ -225,10 +225,11 @@ class _Builder:
             self._rich_line(stripped)
         elif self.ipython is not None and self.state is _TracebackState.FRAMES:
             self._ipython_line(number, stripped)
-        elif self.state in (_TracebackState.FRAMES, _TracebackState.NONE) and (
-            frame := _FRAME.fullmatch(text)
-        ):
-            # In state NONE this is an excerpt that starts inside a traceback.
+        elif self.state is not _TracebackState.HEADER and (frame := _FRAME.fullmatch(text)):
+            # In state NONE this is an excerpt that starts inside a traceback; in state
+            # RAISED, a wrapper's remote traceback (Ray prints `RayTaskError(X): ray::...`,
+            # then the frames of the task, then the real `X: ...`).
+            self._close_exception()
             self.state = _TracebackState.FRAMES
             self.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or ""))
             self.last_code = ""
