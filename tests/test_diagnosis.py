@@ -829,6 +829,16 @@ def test_a_lost_zmq_link_without_a_shutdown_is_a_symptom_of_a_silent_death() -> 
     assert _root(d).category == "engine-died-silently"
 
 
+def test_the_api_servers_supported_tasks_line_means_the_engine_is_up() -> None:
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_bytes().decode().split("\n")
+    without_init_line = [line for line in head[:39] if "init engine" not in line]
+    assert without_init_line[-1].endswith("Supported tasks: ['generate']")
+    d = _diagnose_text("\n".join(without_init_line))
+    assert d.verdict is Verdict.HEALTHY
+    stopped = _diagnose_text("\n".join(without_init_line[:-1]))
+    assert _root(stopped).id == "engine-died-silently/stopped-during-startup"
+
+
 def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
     d = _diagnose_text(
         "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Traceback (most recent call last):\n"

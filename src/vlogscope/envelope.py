@@ -46,8 +46,10 @@ _WRAPPERS = re.compile(
     r"(?:Z|[+-][0-9]{2}:?[0-9]{2}) "
     # Buildkite / generic bracketed ISO time stamp.
     r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+Z?\] "
-    # journald / syslog: `Aug 19 18:34:30 host unit[pid]: `.
-    r"|[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} \S+ [\w.@/-]+(?:\[[0-9]+\])?: "
+    # journald / syslog: `Aug 19 18:34:30 host unit[pid]: `, the month in the host's
+    # locale (`авг`, `août`, `Okt.`, `8月`).
+    r"|(?:[^\W\d_]{2,5}\.?|[0-9]{1,2}月) [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} \S+ [\w.@/-]+"
+    r"(?:\[[0-9]+\])?: "
     # FastChat-style workers: `2024-04-27 10:13:05 | ERROR | stderr | `.
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:,.]+ \| [A-Z]+ \| \w+ \| "
     # TorchServe: `2024-11-18T16:43:45,496 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - `.

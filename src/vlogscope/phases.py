@@ -83,7 +83,10 @@ PHASES = (
     ),
     Phase(
         "engine ready",
-        re.compile(r"init engine \(profile, create kv cache, warmup model\) took"),
+        # The API server asks the running engine for its tasks once the engine is up.
+        re.compile(
+            r"init engine \(profile, create kv cache, warmup model\) took|Supported tasks: \["
+        ),
     ),
     Phase(
         "API server ready",

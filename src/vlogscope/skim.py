@@ -51,7 +51,7 @@ _MATTERS = (
     rb"|Chunked|No available|No platform|Request \S+ failed|rank |Shutting|\[shutdown\]|Found nccl"
     rb"|world|Some attention|Valid backends|Multiplying|Forcing|Cannot use|Free memory"
     rb"|Auto-fit|Sequence group|Application|Uvicorn|Started|Waiting|Finished|Process|Engine core"
-    rb"|Worker proc|model weights|[\t\x0b\x0c\x1c-\x20\xc2\xe1-\xe3]|\n|$)"
+    rb"|Worker proc|model weights|Supported tasks|[\t\x0b\x0c\x1c-\x20\xc2\xe1-\xe3]|\n|$)"
 )
 # Stats lines that matter (preemptions, a nearly full KV cache) are told apart
 # after the match, on the stats messages that are decoded anyway.
