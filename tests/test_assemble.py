@@ -296,3 +296,17 @@ def test_a_ray_task_errors_remote_traceback_and_real_exception_join_its_event() 
     assert [f.function for f in event.frames] == ["get_objects", "__init__"]
     assert [e.type for e in event.exceptions] == ["ModuleNotFoundError", "ModuleNotFoundError"]
     assert event.exception == "ModuleNotFoundError: No module named 'vllm'"
+
+
+def test_caret_lines_a_prefix_left_unindented_are_not_exceptions() -> None:
+    p = "(ActorModelRayActor pid=7) "
+    lines = [
+        p + "Traceback (most recent call last):",
+        p + 'File "/venv/vllm/entrypoints/llm.py", line 495, in collective_rpc',
+        p + "executor = self.llm_engine.model_executor",
+        p + "^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        p + "AttributeError: 'LLMEngine' object has no attribute 'model_executor'",
+    ]
+    [event] = _events(*lines)
+    assert event.exception == "AttributeError: 'LLMEngine' object has no attribute 'model_executor'"
+    assert [e.type for e in event.exceptions] == ["AttributeError"]

@@ -236,7 +236,9 @@ class _Builder:
             # Wrappers like torchrun's `[rank0]: ` strip indentation; then the
             # unindented line after a frame is its source line, not the exception.
             self.code_expected = not text[:1].isspace()
-        elif self.state is _TracebackState.FRAMES and (text[:1].isspace() or self.code_expected):
+        elif self.state is _TracebackState.FRAMES and (
+            text[:1].isspace() or self.code_expected or not stripped.strip("^~")
+        ):  # a source line, or the caret line under it (unindented once a prefix ate it)
             self.code_expected = False
             if stripped.strip("^~ "):  # not the caret line under the code
                 self.last_code = self.last_code or stripped
