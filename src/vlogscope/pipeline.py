@@ -301,7 +301,7 @@ class RunBuilder:
         self.waiting.observe(event)
         self.shutdown.observe(event)
         found = self._matches(event)
-        if self.collector.startup_complete:
+        if found and self.collector.startup_complete:
             found = [m for m in found if not m.signature.startup_only]
         for m in found:
             self._keep(m)
