@@ -70,19 +70,19 @@ _RICH_FOOTER = re.compile(r"╰─+╯")
 _RICH_FRAME = re.compile(r"(?P<file>\S.*?):(?P<line>[0-9]+) ?in ?(?P<func>[\w.<>]+)")
 _RICH_CODE = re.compile(r"❱ *[0-9]+ │(?P<code>.*)")
 # faulthandler's dump when native code crashes: `Fatal Python error: Segmentation
-# fault`, then each thread's stack, most recent call FIRST, frames without the comma.
+# fault`, then each thread's stack, most recent call FIRST (frames as _FRAME).
 _FAULT = re.compile(r"Fatal Python error: (?P<what>.+)")
 _FAULT_STACK = re.compile(
     r"(?:Stack|Current thread 0x[0-9a-f]+|Thread 0x[0-9a-f]+)(?: \[[^\]]*\])?"
     r" \(most recent call first\):"
 )
-_FAULT_FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+) in (?P<func>.*)')
 _FAULT_NOISE = re.compile(
     r"Python runtime state: .*|Extension modules: .*|<no Python frame>|\.\.\."
 )
 # The first name applied to arguments in a source line: `a = b.c(` -> `c`.
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.*))?')
+# A traceback frame; faulthandler leaves out the comma before `in`.
+_FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:,? in (?P<func>.*))?')
 # `ray.exceptions.RayTaskError(TypeError): ...` wraps the real type in parentheses.
 _EXCEPTION = re.compile(
     r"(?P<type>[A-Za-z_][\w.]*)(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::(?: (?P<message>.*))?)?$"
@@ -199,7 +199,7 @@ class _Builder:
         stripped = text.strip()
         if self.fault is not None:
             self._fault_line(stripped)
-        elif not self.numbers[:-1] and (fault := _FAULT.fullmatch(stripped)):
+        elif len(self.numbers) == 1 and (fault := _FAULT.fullmatch(stripped)):
             self.fault = RaisedException("Fatal Python error", fault["what"], number)
             self.state = _TracebackState.HEADER
         elif text.endswith(_TRACEBACK_START):
@@ -266,14 +266,14 @@ class _Builder:
         if _FAULT_STACK.fullmatch(stripped):
             self.state = _TracebackState.FRAMES
             self.fault_thread = not stripped.startswith("Thread ")  # `Current thread`, `Stack`
-        elif self.fault_thread and (frame := _FAULT_FRAME.fullmatch(stripped)):
-            self.frames.insert(0, Frame(frame["file"], int(frame["line"]), frame["func"]))
+        elif self.fault_thread and (frame := _FRAME.fullmatch(stripped)):
+            self.frames.insert(0, Frame(frame["file"], int(frame["line"]), frame["func"] or ""))
 
     def _fault_accepts(self, stripped: str) -> bool:
         return (
             not stripped
             or _FAULT_STACK.fullmatch(stripped) is not None
-            or _FAULT_FRAME.fullmatch(stripped) is not None
+            or _FRAME.fullmatch(stripped) is not None
             or _FAULT_NOISE.fullmatch(stripped) is not None
         )
 

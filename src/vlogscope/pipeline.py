@@ -384,13 +384,13 @@ class RunBuilder:
             findings,
             facts,
         )
-        failed_unrecognized = unrecognized is not None and unrecognized.severity is Severity.ERROR
         if (
             unrecognized is not None
             and unrecognized.id == "other/traceback-cut-off"
             and any(f.severity is Severity.ERROR for f in findings)
         ):  # a symptom that names what happened says more than a traceback without its end
             unrecognized = None
+        failed_unrecognized = unrecognized is not None and unrecognized.severity is Severity.ERROR
         stalled = silent = interrupted = None
         if not has_error and not failed_unrecognized:
             interrupted = interrupted_startup(self.shutdown.interrupted, facts)

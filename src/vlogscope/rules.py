@@ -792,11 +792,11 @@ def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> F
     engine kept working.  Only when every unexplained error is of that kind is
     the first one reported, as information.
     """
-    fatal = [e for e in events if e.line_numbers[-1] >= serving_line]
-    found = unrecognized_error(fatal)
-    if found is not None or len(fatal) == len(events):
+    caught = [e for e in events if e.line_numbers[-1] < serving_line]
+    found = unrecognized_error([e for e in events if e.line_numbers[-1] >= serving_line])
+    if found is not None or not caught:
         return found
-    survived = unrecognized_error([e for e in events if e.line_numbers[-1] < serving_line])
+    survived = unrecognized_error(caught)
     if survived is None:
         return None
     why = (
