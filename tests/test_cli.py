@@ -170,3 +170,35 @@ def test_a_long_warning_title_is_shown_whole_in_the_text_report() -> None:
         "asked for"
     )
     assert title in " ".join(words)
+
+
+def test_wrapped_evidence_stays_under_its_text_and_cut_text_is_marked() -> None:
+    """A long evidence line wraps under its own text (not under `line N`) and ends in `…`."""
+    names = ", ".join(f"'Arch{i}ForCausalLM'" for i in range(60))
+    line = (
+        "ValueError: Model architectures ['FooModel'] are not supported for now. "
+        f"Supported architectures: [{names}]\n"
+    )
+    result = run_cli("diagnose", "-", stdin=line.encode())
+    rows = result.stdout.decode().splitlines()
+    assert rows[0].endswith("(1 line)")
+    first = next(i for i, r in enumerate(rows) if "line      1 " in r)
+    column = rows[first].index("ValueError")
+    wrapped = []
+    for row in rows[first + 1 :]:
+        if row[2:column].strip() or not row[column:].strip(" │"):
+            break  # the next label, or the blank line before "Fix"
+        wrapped.append(row[column:].rstrip(" │"))
+    assert len(wrapped) >= 3, rows[first : first + 6]
+    evidence = " ".join([rows[first][column:].rstrip(" │"), *wrapped])
+    assert evidence.endswith("…")
+    assert "Arch59ForCausalLM" not in evidence
+
+
+def test_a_log_without_the_reported_settings_says_so_instead_of_an_empty_table() -> None:
+    result = run_cli(
+        "diagnose", "-", stdin=b"ValueError: No available memory for the cache blocks.\n"
+    )
+    out = result.stdout.decode()
+    assert "Facts: none of the settings the report shows were found in the log." in out
+    assert "fact  value" not in out

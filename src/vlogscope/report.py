@@ -179,21 +179,42 @@ def _plain(text: str, style: str = "") -> Text:
     return Text(safe(text), style=style)
 
 
+def _clip(text: str, limit: int) -> str:
+    """At most `limit` characters of log text, with an ellipsis where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _hanging(rows: Sequence[tuple[Text, Text]]) -> Table:
+    """Labelled lines whose wrapped continuation stays under the text, not under the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, text in rows:
+        grid.add_row(label, text)
+    return grid
+
+
+def _line_label(line: int) -> Text:
+    return Text(f"  line {line:>6} ", style="cyan")
+
+
 def _finding_body(f: Finding) -> Group:
-    parts: list[Text] = [_plain(f.explanation)]
+    parts: list[Text | Table] = [_plain(f.explanation)]
     if f.evidence:
         parts.append(_plain("\nEvidence", "bold"))
+        rows = []
         for e in f.evidence:
-            line = Text(f"  line {e.line:>6}  ", style="cyan")
+            text = Text()
             if e.process:
-                line.append(f"({e.process}) ", style="dim")
-            line.append(safe(e.text[:400]))
+                text.append(f"({e.process}) ", style="dim")
+            text.append(safe(_clip(e.text, 400)))
             if e.note:
-                line.append(f"  ← {e.note}", style="dim")
-            parts.append(line)
+                text.append(f"  ← {e.note}", style="dim")
+            rows.append((_line_label(e.line), text))
+        parts.append(_hanging(rows))
     if f.fix:
         parts.append(_plain("\nFix", "bold"))
-        parts.extend(_plain(f"  {i}. {fix}") for i, fix in enumerate(f.fix, 1))
+        parts.append(_hanging([(Text(f"  {i}."), _plain(fix)) for i, fix in enumerate(f.fix, 1)]))
     meta = f"\n{f.id} · confidence {f.confidence:.1f}"
     if f.ranks:
         meta += f" · {f.ranks}"
@@ -201,23 +222,24 @@ def _finding_body(f: Finding) -> Group:
     return Group(*parts)
 
 
-def _facts_table(d: Diagnosis) -> Table:
+def _facts_table(d: Diagnosis) -> Table | Text:
+    shown = [(name, fact) for name in SHOWN_FACTS if (fact := d.facts.get(name)) is not None]
+    if not shown:
+        return _plain("Facts: none of the settings the report shows were found in the log.", "dim")
     table = Table(title="Facts", title_justify="left", show_header=True, box=None)
     table.add_column("fact", style="bold")
     table.add_column("value")
     table.add_column("line", justify="right", style="cyan")
     table.add_column("from", style="dim")
-    for name in SHOWN_FACTS:
-        fact = d.facts.get(name)
-        if fact is not None:
-            table.add_row(name, _plain(str(to_jsonable(fact.value))), str(fact.line), fact.source)
+    for name, fact in shown:
+        table.add_row(name, _plain(str(to_jsonable(fact.value))), str(fact.line), fact.source)
     return table
 
 
 def render_text(d: Diagnosis, console: Console) -> None:
     """Print one diagnosis: verdict, root cause panel, symptoms, other findings, facts."""
     head = _plain(d.source, "bold")
-    head.append(f"  ({d.lines} lines)", style="dim")
+    head.append(f"  ({d.lines:,} line{'' if d.lines == 1 else 's'})", style="dim")
     console.print(head)
     if len(d.runs) > 1:
         console.print(_plain(f"{len(d.runs)} launches in this log: {run_summary(d)}.", "bold"))
@@ -246,11 +268,10 @@ def render_text(d: Diagnosis, console: Console) -> None:
     if symptoms:
         console.print(_plain("Symptoms of the root cause", "bold"))
         for s in symptoms:
-            line = Text(f"  line {s.line:>6}  ", style="cyan")
-            line.append(safe(s.title))
+            text = _plain(s.title)
             if s.ranks:
-                line.append(f" ({s.ranks})", style="dim")
-            console.print(line)
+                text.append(f" ({s.ranks})", style="dim")
+            console.print(_hanging([(_line_label(s.line), text)]))
     others = [f for f in d.findings if not f.root_cause and not f.symptom_of]
     for f in others:
         style = "yellow" if f.severity is Severity.WARNING else "blue"
@@ -264,10 +285,15 @@ def render_text(d: Diagnosis, console: Console) -> None:
         )
     if d.residue:
         console.print(_plain(f"Unexplained errors ({len(d.residue)})", "bold"))
-        for e in d.residue[:MAX_UNEXPLAINED_SHOWN]:
-            line = Text(f"  line {e.line:>6}  ", style="cyan")
-            line.append(safe((e.exception or e.message)[:300]))
-            console.print(line)
+        residue = d.residue[:MAX_UNEXPLAINED_SHOWN]
+        console.print(
+            _hanging(
+                [
+                    (_line_label(e.line), _plain(_clip(e.exception or e.message, 300)))
+                    for e in residue
+                ]
+            )
+        )
     _print_sparklines(d, console)
     console.print(_facts_table(d))
     if d.redactions:
