@@ -865,3 +865,54 @@ def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
 def test_a_wrappers_printed_vllm_command_gives_the_parallel_size(command: str) -> None:
     d = _diagnose_text(command + "\n")
     assert d.facts.value("tensor_parallel_size") == 6
+
+
+def test_a_crash_dump_of_the_running_batch_shows_the_engine_was_serving() -> None:
+    """V1 dumps the batch it was running only when a step fails: requests were scheduled."""
+    dump = (
+        "(EngineCore_DP0 pid=243) ERROR 03-04 09:18:00 [dump_input.py:79] Dumping scheduler "
+        "stats: SchedulerStats(num_running_reqs=44, num_waiting_reqs=12)"
+    )
+    root = _root(_worker_error_then_engine_death([dump]))
+    assert root.id == "engine-dead-runtime/unrecognized-error"
+    # Without the dump, the same lines do not show that start-up was over.
+    assert _root(_worker_error_then_engine_death([])).id == "other/unrecognized-exception"
+
+
+def test_a_traceback_whose_exception_line_is_kept_speaks_before_a_cut_off_copy() -> None:
+    """A paste that cut one copy of a traceback and kept the next: the kept exception counts."""
+    d = _diagnose_text(
+        "ERROR 06-19 02:49:35 [core.py:515] EngineCore failed to start.\n"
+        "ERROR 06-19 02:49:35 [core.py:515] Traceback (most recent call last):\n"
+        'ERROR 06-19 02:49:35 [core.py:515]   File "/venv/vllm/v1/engine/core.py", line 506, in '
+        "run_engine_core\n"
+        "ERROR 06-19 02:49:35 [core.py:515]     engine_core = EngineCoreProc(*args, **kwargs)\n"
+        '  File "/venv/vllm/plugins/frobnicate.py", line 12, in frob\n'
+        "    return knob[0]\n"
+        "IndexError: list index out of range\n"
+    )
+    root = _root(d)
+    assert root.id == "other/unrecognized-exception"
+    assert "IndexError" in root.title
+
+
+def test_a_v0_error_record_keeps_the_exception_text_when_its_traceback_is_cut_off() -> None:
+    """V0 logs `logger.exception(e)`: the record's message is the exception's own text."""
+    d = _diagnose_text(
+        "ERROR 04-21 06:47:35 [engine.py:448] No module named 'vllm_ascend.lora'\n"
+        "ERROR 04-21 06:47:35 [engine.py:448] Traceback (most recent call last):\n"
+        'ERROR 04-21 06:47:35 [engine.py:448]   File "/venv/vllm/engine/multiprocessing/engine.py"'
+        ", line 436, in run_mp_engine\n"
+        "ERROR 04-21 06:47:35 [engine.py:448]     engine = MQLLMEngine.from_vllm_config(\n"
+    )
+    root = _root(d)
+    assert root.id == "dependency-missing/import-error"
+    assert root.evidence[0].line == 1
+    # An INFO record above a traceback is not an exception's text.
+    info = _diagnose_text(
+        "INFO 04-21 06:47:35 [engine.py:448] No module named 'vllm_ascend.lora'\n"
+        "Traceback (most recent call last):\n"
+        '  File "/venv/vllm/engine/multiprocessing/engine.py", line 436, in run_mp_engine\n'
+        "    engine = MQLLMEngine.from_vllm_config(\n"
+    )
+    assert all(f.id != "dependency-missing/import-error" for f in info.findings)

@@ -97,7 +97,14 @@ PHASES = (
     ),
     Phase(
         "serving",
-        re.compile(SERVING_MARKERS + r"$|^" + re.escape(ROUTINE_SERVING_TEXT)),
+        re.compile(
+            SERVING_MARKERS
+            + r"$|^"
+            + re.escape(ROUTINE_SERVING_TEXT)
+            # V1 dumps the batch it was running when a step fails: requests were scheduled.
+            + r"|^Dumping (?:input data for V1 LLM engine|scheduler output for model execution"
+            r"|scheduler stats)"
+        ),
     ),
     Phase("shutdown", re.compile(r"Shutting down|shutdown complete|\[shutdown\]")),
 )

@@ -752,10 +752,14 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
             and _IMPORT_LINE.fullmatch(_last_source_line(event))
         ):
             return _cut_off_traceback(event)
+    cut_off: Event | None = None
     for event in events:
         failed = event.kind is EventKind.TRACEBACK or event.level in ("ERROR", "CRITICAL")
         if not event.exceptions and event.frames and failed:
-            return _cut_off_traceback(event)
+            # A traceback whose exception line is missing says less than one whose line
+            # is there (a paste that cut one copy and kept the next): look on first.
+            cut_off = cut_off or event
+            continue
         if event.exceptions:
             exc = event.exceptions[-1]
             kind, text, line = exc.type, str(exc).splitlines()[0], exc.line
@@ -780,7 +784,7 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
             confidence=0.3,
             priority=1,
         )
-    return None
+    return None if cut_off is None else _cut_off_traceback(cut_off)
 
 
 def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> Finding | None:

@@ -343,6 +343,23 @@ def _frame_hit(pattern: Any, attribute: str, frames: tuple[Frame, ...]) -> tuple
     return None, ""
 
 
+def _cut_off_under_its_message(event: Event) -> bool:
+    """An ERROR record whose traceback stops before the exception line.
+
+    The V0 engine logs a failure as `logger.exception(e)`: the record's message
+    is the exception's own text (`No module named 'vllm_ascend.lora'`) and the
+    traceback follows.  When a paste cuts the traceback off, that message is all
+    that is left of the exception, so a signature that asks for an exception
+    type is tried on it, without the type.
+    """
+    return (
+        not event.exceptions
+        and bool(event.frames)
+        and event.kind is EventKind.RECORD
+        and event.level in ("ERROR", "CRITICAL")
+    )
+
+
 def match_event(
     sig: Signature, event: Event, texts: list[tuple[int, str]] | None = None
 ) -> Match | None:
@@ -357,7 +374,11 @@ def match_event(
     if sig.levels and event.level is not None and event.level not in sig.levels:
         return None
     exception_captures: dict[str, str] = {}
-    if sig.exception is not None:
+    if sig.exception is not None and _cut_off_under_its_message(event):
+        if sig.message is None:
+            return None
+        texts = [(event.line, event.message)]
+    elif sig.exception is not None:
         hit = next((m for exc in event.exceptions if (m := _search(sig.exception, exc.type))), None)
         if hit is None:
             return None
