@@ -296,6 +296,9 @@ def test_a_log_that_stops_while_weight_shards_load_is_not_healthy() -> None:
     assert d.verdict is Verdict.FAILED
     assert d.facts.value("last_phase") == "weight loading"
     assert d.root_cause is not None and d.root_cause.category == "engine-died-silently"
+    # A log copied while the server was still starting ends the same way: say so.
+    assert "still starting" in d.root_cause.explanation
+    assert any("vlogscope watch" in fix for fix in d.root_cause.fix)
 
 
 _STALL = (

@@ -529,9 +529,13 @@ def engine_died_silently(facts: Facts, last_event: Event | None) -> Finding | No
         title=f"The log stops during start-up ({phase.value}) with no error record",
         explanation=(
             f"Start-up reached `{phase.value}` (line {phase.line}) and the log ends at line "
-            f"{last_event.line_numbers[-1]} without an error. Likely: {reasons}."
+            f"{last_event.line_numbers[-1]} without an error. Likely: {reasons}. Or the "
+            "server was still starting when this log was copied: a log that ends here says "
+            "only that nothing more was written."
         ),
         fix=(
+            "If the process is still running, read the log again when start-up is over "
+            "(`vlogscope watch` follows a growing log).",
             "Check the process's exit status and the kernel log (`dmesg | grep -i -E "
             "'killed process|out of memory'`) on the host.",
             "Check the supervisor's start-up timeout (Kubernetes probes, "
