@@ -9,7 +9,8 @@ whole processes, paired and interleaved so that machine noise hits both:
   grep -c -E 'ValueError|kv_cache_dtype|attention backend|No valid' FILE
   vlogscope diagnose FILE --format json   (default: --jobs auto; and with --jobs 1)
 and reports the median ratio grep/vlogscope (1.0 = as fast as grep), the
-full-parse speed of `vlogscope.read(FILE).events` in lines/s, and the peak RSS of
+full-parse speed of `vlogscope.read(FILE).events` in lines/s (also with
+messages=False, routine lines' text left in the file), and the peak RSS of
 diagnose on the small and the large file (flat memory means a ratio near 1).
 """
 
@@ -97,15 +98,17 @@ def main() -> int:
 
     code = (
         "import resource,sys,time,vlogscope;t=time.perf_counter();"
-        "log=vlogscope.read(sys.argv[1],jobs=int(sys.argv[2]));n=int(log.events['lines'].sum());"
+        "log=vlogscope.read(sys.argv[1],jobs=int(sys.argv[2]),messages=sys.argv[3]=='1');"
+        "n=int(log.events['lines'].sum());"
         "print(n/(time.perf_counter()-t),resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
-    for jobs in (1, args.jobs):
-        command = [sys.executable, "-c", code, str(small), str(jobs)]
+    for jobs, messages in ((1, True), (args.jobs, True), (1, False)):
+        command = [sys.executable, "-c", code, str(small), str(jobs), "1" if messages else "0"]
         out = subprocess.run(command, capture_output=True, text=True)
         rate, peak = (float(v) for v in (out.stdout.split() or ["0", "0"]))
         label = "full parse to Log.events" + (f", jobs={jobs}" if jobs > 1 else "")
-        print(f"{label:<27}{rate / 1e6:8.3f} M lines/s (target >= 1.5)")
+        label += "" if messages else ", messages=False"
+        print(f"{label:<42}{rate / 1e6:8.3f} M lines/s (target >= 1.5)")
         times_file = peak / 1024 / size_mb
         mib = peak / 1024
         print(f"  peak RSS (this process)  {mib:6.0f} MiB = {times_file:.2f}x the file (<= 1.5x)")

@@ -80,3 +80,20 @@ def test_batches_built_as_one_equal_batches_built_run_by_run() -> None:
     # A count that disagrees with the capture: the batches are built run by run instead.
     wrong = [(s, e, first, n + 1) for s, e, first, n in spans]
     assert [b.to_pylist() for b in routine_batches(data, wrong)] == expected
+
+
+def test_without_messages_a_batch_keeps_only_what_the_frames_read() -> None:
+    """Stats lines (metrics); serving lines up to the first with a time (timeline)."""
+    data = (
+        b'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+        b"INFO 02-20 21:33:47 [logger.py:43] Received request a: prompt: 'hi'\n"
+        b"INFO 02-20 21:33:48 [logger.py:43] Received request b: prompt: 'ho'\n"
+        b"INFO 02-20 21:33:49 [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s\n"
+        b"INFO 02-20 21:33:50 [logger.py:43] Received request c: prompt: 'hu'\n"
+    )
+    full = routine_batch(data, 0, len(data), first_line=1).column("message").to_pylist()
+    lean = routine_batch(data, 0, len(data), 1, messages=False).column("message").to_pylist()
+    assert lean == [full[0], full[1], "", full[3], ""]
+    # Two runs in one block: each run's first serving lines are kept.
+    lean = routine_batch(data, 0, len(data), 1, messages=False, runs=[2, 3])
+    assert lean.column("message").to_pylist() == [full[0], full[1], full[2], full[3], ""]

@@ -180,9 +180,9 @@ def test_automatic_jobs_split_only_big_files(
     assert skim_parallel.auto_jobs(skim_parallel.AUTO_MIN_BYTES) == max(1, cpus)
     calls: list[int] = []
 
-    def counting(path: Path, jobs: int, columns: bool = False):  # type: ignore[no-untyped-def]
+    def counting(path: Path, jobs: int, columns: bool = False, messages: bool = True):  # type: ignore[no-untyped-def]
         calls.append(jobs)
-        return skim_file(path, jobs, columns)
+        return skim_file(path, jobs, columns, messages)
 
     monkeypatch.setattr(pipeline, "skim_file", counting)
     monkeypatch.setattr(skim_parallel, "MIN_RANGE_BYTES", 2048)

@@ -142,6 +142,15 @@ def events_frame(d: Diagnosis, last_year: int) -> pd.DataFrame:
     return frame[list(EVENT_COLUMNS)]
 
 
+def without_routine_messages(events: pd.DataFrame, d: Diagnosis) -> pd.DataFrame:
+    """`events` with an empty message on every routine line (read without messages):
+    the few kept for metrics and the timeline are not shown either, so that the
+    column holds exactly the events that are not routine."""
+    objects = [e.line for e in d.events if e.columns is None]
+    routine = ~events["line"].isin(objects)
+    return events.assign(message=events["message"].mask(routine))
+
+
 def times_by_line(events: pd.DataFrame) -> pd.Series:
     """Each event's time, looked up by its first line (metrics, timeline)."""
     return events.set_index("line")["time"]
@@ -149,8 +158,12 @@ def times_by_line(events: pd.DataFrame) -> pd.Series:
 
 def metrics_frame(events: pd.DataFrame) -> pd.DataFrame:
     """One row per stats line, indexed by time; columns from `metrics.COLUMNS`."""
-    levelled = events[events["level"].isin(["INFO", "DEBUG"])]
-    candidates = levelled[levelled["message"].str.match(STATS_LINE)]
+    # The mask first, then only the rows and columns needed: a copy of the whole
+    # frame would double a big log's memory.
+    stats = events["level"].isin(["INFO", "DEBUG"]) & events["message"].str.match(
+        STATS_LINE, na=False
+    )
+    candidates = events.loc[stats, ["time", "line", "run", "message"]]
     rows = []
     for time, line, run, message in zip(
         candidates["time"],
@@ -175,7 +188,8 @@ def _when(times: pd.Series, line: int) -> dt.datetime | None:
 def _column_rows(batch: Any) -> Iterator[tuple[int, bool, str]]:
     lines, kinds, messages = (batch.column(c).to_pylist() for c in ("line", "kind", "message"))
     for line, kind, message in zip(lines, kinds, messages, strict=True):
-        yield line, kind == "record", message
+        if message is not None:  # None: not kept (read without messages)
+            yield line, kind == "record", message
 
 
 _TOOK = re.compile(r"took ([\d.]+) ?(?:s\b|sec|seconds)|in ([\d.]+) secs?")

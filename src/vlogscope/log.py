@@ -42,9 +42,18 @@ from vlogscope.source import Source, open_sources
 class Log:
     """One analysed input; DataFrames are built lazily and cached."""
 
-    def __init__(self, diagnosis: Diagnosis, year: int) -> None:
+    def __init__(
+        self,
+        diagnosis: Diagnosis,
+        year: int,
+        *,
+        messages: bool = True,
+        source: Source | None = None,
+    ) -> None:
         self.diagnosis = diagnosis
         self.year = year  # the year of the log's last line
+        self.messages = messages  # False: routine lines' text stays in the file
+        self._source = source  # a file to read lines back from, if there is one
 
     @property
     def root_cause(self) -> Finding | None:
@@ -59,12 +68,42 @@ class Log:
         return frames.times_by_line(self.events)
 
     @cached_property
-    def events(self) -> pd.DataFrame:
+    def _frame(self) -> pd.DataFrame:
+        """The events with every message the frames read (without `messages`: those
+        of stats lines, milestones and the first serving line, see routine_columns)."""
         return frames.events_frame(self.diagnosis, self.year)
 
     @cached_property
+    def events(self) -> pd.DataFrame:
+        if self.messages:
+            return self._frame
+        return frames.without_routine_messages(self._frame, self.diagnosis)
+
+    @cached_property
     def metrics(self) -> pd.DataFrame:
-        return frames.metrics_frame(self.events)
+        return frames.metrics_frame(self._frame)
+
+    def text(self, lines: Iterable[int]) -> pd.Series:
+        """The text of these physical lines (1-based), as written, read back from the file.
+
+        For a log read with `messages=False`, whose frames leave routine lines'
+        text in the file: `log.text(log.events.line[mask])`.  One pass over the
+        file, stopping after the last line asked for.
+        """
+        if self._source is None:
+            raise ValueError(
+                "text() reads the lines back from a file; this log was not read from one"
+            )
+        wanted = sorted(set(int(n) for n in lines))
+        found: dict[int, str] = {}
+        if wanted:
+            last, asked = wanted[-1], set(wanted)
+            for line in self._source.lines():
+                if line.number in asked:
+                    found[line.number] = line.text
+                if line.number >= last:
+                    break
+        return pd.Series(found, index=pd.Index(wanted, name="line"), dtype="str", name="text")
 
     @cached_property
     def timeline(self) -> pd.DataFrame:
@@ -121,15 +160,28 @@ def read(
     year: int | None = None,
     patterns: Sequence[Path] = (),
     jobs: int = 1,
+    messages: bool = True,
 ) -> Log:
     """Parse and diagnose a log: a path (file, `.gz`, ...), a Source, or lines as strings.
 
     `year` is the year of the log's last line; by default the file's
     modification year, or this year for lines given directly.  `jobs` > 1
     reads a big plain file with that many processes (as `diagnose --jobs`).
+    With `messages=False` (a file only), routine lines (stats, request logging,
+    access lines) keep their text in the file, not in memory: their `message`
+    in `events` is empty, and `Log.text(lines)` reads lines back.  Metrics,
+    timeline and findings are the same.
     """
     source, path = _source_of(path_or_lines)
+    rereadable = source if source.path is not None or path is not None else None
+    if not messages and rereadable is None:
+        raise ValueError("messages=False needs a file: routine lines' text is read back from it")
     diagnosis = analyze(
-        source, load_signatures(patterns), skim_routine=True, routine_columns=True, jobs=jobs
+        source,
+        load_signatures(patterns),
+        skim_routine=True,
+        routine_columns=True,
+        jobs=jobs,
+        routine_messages=messages,
     )
-    return Log(diagnosis, year_of(path, year))
+    return Log(diagnosis, year_of(path, year), messages=messages, source=rereadable)

@@ -109,6 +109,7 @@ PHASES = (
     Phase("shutdown", re.compile(r"Shutting down|shutdown complete|\[shutdown\]")),
 )
 
+SERVING_PHASE = "serving"
 READY_INDEX = next(i for i, p in enumerate(PHASES) if p.name == "engine ready")
 SHUTDOWN_INDEX = len(PHASES) - 1
 

@@ -180,13 +180,16 @@ def read_events(
     skim_routine: bool = False,
     routine_columns: bool = False,
     jobs: int = 1,
+    routine_messages: bool = True,
 ) -> Iterator[Event]:
     """The first four stages: physical lines to assembled events (redacted if asked).
 
     With `skim_routine`, runs of routine INFO lines become single ROUTINE events
     (skim.py): what `diagnose` needs, at a fraction of the cost.  With
     `routine_columns` too, those events carry their lines as Arrow columns
-    (for DataFrames; routine lines are then not redacted, so not with a redactor).
+    (for DataFrames; routine lines are then not redacted, so not with a redactor);
+    without `routine_messages`, those columns keep only the messages the frames
+    read (stats lines, milestones, the first serving line).
     With `jobs` > 1, a plain file is skimmed by that many processes
     (skim_parallel.py), and with 0 by as many as its size calls for
     (`auto_jobs`); compressed input and pipes are read by this one.
@@ -199,8 +202,8 @@ def read_events(
         if plain and source.path is not None:
             processes = jobs or auto_jobs(source.path.stat().st_size)
             if processes > 1:
-                return skim_file(source.path, processes, routine_columns)
-        return skim(stream, columns=routine_columns)
+                return skim_file(source.path, processes, routine_columns, routine_messages)
+        return skim(stream, columns=routine_columns, messages=routine_messages)
 
     def records() -> Iterator[Record | RoutineRun]:
         if skim_routine:
@@ -430,6 +433,7 @@ def analyze(
     keep_events: bool = True,
     routine_columns: bool = False,
     jobs: int = 1,
+    routine_messages: bool = True,
 ) -> Diagnosis:
     """Run the whole pipeline over one source, reading it once.
 
@@ -445,7 +449,9 @@ def analyze(
     runs: list[RunDiagnosis] = []
     current = RunBuilder(1, sigs, guard)
     events: list[Event] = []
-    for event in read_events(source, redactor, skim_routine, routine_columns, jobs):
+    for event in read_events(
+        source, redactor, skim_routine, routine_columns, jobs, routine_messages
+    ):
         if splitter.starts_new_run(event) and current.first_event is not None:
             runs.append(current.finish())
             current = RunBuilder(len(runs) + 1, sigs, guard)

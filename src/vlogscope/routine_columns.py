@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vlogscope.envelope import ESCAPES_BYTES
+from vlogscope.metrics import STATS_LINE
+from vlogscope.phases import PHASES, SERVING_PHASE
 from vlogscope.skim import PROCESS, PROCESS_NAME, SOURCE_FILE, STAMP
 
 # The same line shapes as skim.ROUTINE_LINE (escapes already removed), with the
@@ -46,8 +48,20 @@ _CAPTURE = re.compile(
 COLUMNS = ("line", "process", "pid", "level", "time", "file", "kind", "message")
 
 
-def routine_batch(data: bytes, start: int, stop: int, first_line: int) -> Any:
-    """The routine lines in data[start:stop] (whole lines) as a pyarrow RecordBatch."""
+def routine_batch(
+    data: bytes,
+    start: int,
+    stop: int,
+    first_line: int,
+    messages: bool = True,
+    runs: Sequence[int] | None = None,
+) -> Any:
+    """The routine lines in data[start:stop] (whole lines) as a pyarrow RecordBatch.
+
+    Without `messages`, a row keeps its message only where `read_messages_kept`
+    says the frames need it; `runs` are the row counts of the routine runs the
+    span holds (one run by default).
+    """
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -65,6 +79,9 @@ def routine_batch(data: bytes, start: int, stop: int, first_line: int) -> Any:
         _text(group) for group in zip(*rows, strict=True)
     )
     text = pa.large_string()
+    message = pc.coalesce(message, uvicorn_message, pa.scalar("", text))
+    if not messages:
+        message = pc.if_else(kept_rows(message, pc.is_valid(time), runs), message, "")
     return batch_of(
         {
             "line": np.arange(first_line, first_line + n, dtype=np.int64),
@@ -74,12 +91,14 @@ def routine_batch(data: bytes, start: int, stop: int, first_line: int) -> Any:
             "time": time,
             "file": file,
             "kind": pc.if_else(pc.is_valid(uvicorn), pa.scalar("uvicorn", text), "record"),
-            "message": pc.coalesce(message, uvicorn_message, pa.scalar("", text)),
+            "message": message,
         }
     )
 
 
-def routine_batches(data: bytes, spans: Sequence[tuple[int, int, int, int]]) -> list[Any]:
+def routine_batches(
+    data: bytes, spans: Sequence[tuple[int, int, int, int]], messages: bool = True
+) -> list[Any]:
     """One RecordBatch per span (start, stop, first line, line count) of data,
     built as one batch and sliced (zero-copy): Arrow's per-call cost is paid
     once per block of the input, not once per run."""
@@ -87,14 +106,52 @@ def routine_batches(data: bytes, spans: Sequence[tuple[int, int, int, int]]) -> 
     import pyarrow as pa
 
     joined = b"".join(data[start:stop] for start, stop, _, _ in spans)
-    whole = routine_batch(joined, 0, len(joined), 1)
     counts = [count for _, _, _, count in spans]
+    whole = routine_batch(joined, 0, len(joined), 1, messages, counts)
     if whole.num_rows != sum(counts):  # the capture missed a line: stay right, run by run
-        return [routine_batch(data, start, stop, first) for start, stop, first, _ in spans]
+        return [
+            routine_batch(data, start, stop, first, messages) for start, stop, first, _ in spans
+        ]
     lines = np.concatenate([np.arange(f, f + n, dtype=np.int64) for _, _, f, n in spans])
     whole = whole.set_column(0, "line", pa.array(lines))
     offsets = np.cumsum([0, *counts])
     return [whole.slice(int(offset), n) for offset, n in zip(offsets, counts, strict=False)]
+
+
+# What the frames read in routine messages when the rest are not kept: stats
+# lines (metrics), start-up milestones and the first lines that prove serving
+# (timeline).  The patterns are the ones metrics.py and phases.py use; Arrow's
+# RE2 runs them over a block's column at once.
+_STATS = "^(?:" + STATS_LINE + ")"
+_MILESTONE = "|".join(p.marker.pattern for p in PHASES if p.name != SERVING_PHASE)
+_SERVING = next(p for p in PHASES if p.name == SERVING_PHASE).marker.pattern
+
+
+def kept_rows(messages: Any, timed: Any, runs: Sequence[int] | None = None) -> Any:
+    """Which routine messages a read without messages keeps (a boolean array):
+    every stats line and milestone, and each run's serving lines up to the first
+    with a time stamp (the timeline dates "serving" by it; uvicorn lines carry
+    none).  `timed`: whether each row has a time; `runs`: the row counts of the
+    routine runs in the block, in order."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(messages)
+    serving = pc.match_substring_regex(messages, _SERVING).to_numpy(zero_copy_only=False)
+    if runs is None or sum(runs) != n:  # (a capture that missed a line is redone run by run)
+        runs = [n]
+    run_of = np.repeat(np.arange(len(runs)), runs)
+    # The first timed serving row of each run; rows after it need no serving text.
+    dating = np.flatnonzero(serving & timed.to_numpy(zero_copy_only=False))
+    limit = np.full(int(run_of[-1]) + 1 if n else 0, n)
+    first_runs, first = np.unique(run_of[dating], return_index=True)
+    limit[first_runs] = dating[first]
+    serving &= np.arange(n) <= limit[run_of]
+    kept = pc.or_(
+        pc.match_substring_regex(messages, _STATS), pc.match_substring_regex(messages, _MILESTONE)
+    )
+    return pc.or_(kept, pa.array(serving))
 
 
 def batch_of(columns: dict[str, Any]) -> Any:

@@ -161,16 +161,20 @@ def _routine_run(
     return RoutineRun(first, count, serving, messages)
 
 
-def _with_columns(data: bytes, items: list[Item], spans: list[tuple[int, int]]) -> list[Item]:
+def _with_columns(
+    data: bytes, items: list[Item], spans: list[tuple[int, int]], messages: bool = True
+) -> list[Item]:
     """The block's items, each routine run carrying its lines as Arrow columns
-    (`spans` are the runs' byte ranges, in order)."""
+    (`spans` are the runs' byte ranges, in order; `messages`: see routine_batch)."""
     # Imported here: routine_columns builds on this module's line shapes.
     from vlogscope.routine_columns import routine_batches
 
     runs = [item for item in items if isinstance(item, RoutineRun)]
     batches = iter(
         routine_batches(
-            data, [(s, e, run.first, run.count) for (s, e), run in zip(spans, runs, strict=True)]
+            data,
+            [(s, e, run.first, run.count) for (s, e), run in zip(spans, runs, strict=True)],
+            messages,
         )
     )
     return [replace(i, columns=next(batches)) if isinstance(i, RoutineRun) else i for i in items]
@@ -182,10 +186,13 @@ def _lines_of(raw: bytes, number: int) -> Iterator[PhysicalLine]:
         yield PhysicalLine(number, text)
 
 
-def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | RoutineRun]:
+def skim(
+    stream: BinaryIO, columns: bool = False, messages: bool = True
+) -> Iterator[PhysicalLine | RoutineRun]:
     """Physical lines that matter, and runs of routine lines in between.
 
-    With `columns`, each run also carries its lines as Arrow columns.
+    With `columns`, each run also carries its lines as Arrow columns (without
+    `messages`, only the messages the frames read; see routine_columns.py).
     """
     number = 0
     carry = b""
@@ -251,4 +258,4 @@ def skim(stream: BinaryIO, columns: bool = False) -> Iterator[PhysicalLine | Rou
             look_for_serving = True
         # Columns for all of a block's runs at once: per-run Arrow calls would
         # cost more than the rows of the short runs between warnings.
-        yield from _with_columns(data, found, spans) if columns and spans else found
+        yield from _with_columns(data, found, spans, messages) if columns and spans else found

@@ -85,7 +85,9 @@ def byte_ranges(path: Path, target: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def skim_range(path: str, start: int, stop: int, columns: bool = False) -> tuple[list[Item], Any]:
+def skim_range(
+    path: str, start: int, stop: int, columns: bool = False, messages: bool = True
+) -> tuple[list[Item], Any]:
     """A worker's job: the skim of one byte range, numbered from line 1.
 
     With `columns` (for `vlogscope.read`), the routine runs' Arrow columns come
@@ -95,7 +97,7 @@ def skim_range(path: str, start: int, stop: int, columns: bool = False) -> tuple
     with open(path, "rb") as stream:
         stream.seek(start)
         data = stream.read(stop - start)
-    items = list(skim(io.BytesIO(data), columns=columns))
+    items = list(skim(io.BytesIO(data), columns=columns, messages=messages))
     if not columns:
         return items, None
     import pyarrow as pa
@@ -153,8 +155,10 @@ def _last_line(items: list[Item]) -> int:
     return last.number if isinstance(last, PhysicalLine) else last.first + last.count - 1
 
 
-def skim_file(path: Path, jobs: int, columns: bool = False) -> Iterator[Item]:
-    """What `skim(path.open("rb"), columns)` yields, computed by `jobs` processes.
+def skim_file(
+    path: Path, jobs: int, columns: bool = False, messages: bool = True
+) -> Iterator[Item]:
+    """What `skim(path.open("rb"), columns, messages)` yields, computed by `jobs` processes.
 
     Runs of routine lines may be cut at other places (as they are at block
     boundaries of one process); every line is still counted exactly once.
@@ -163,21 +167,21 @@ def skim_file(path: Path, jobs: int, columns: bool = False) -> Iterator[Item]:
     pool = _pool(jobs) if jobs > 1 and len(ranges) > 1 else None
     if pool is None:
         with path.open("rb") as stream:
-            yield from skim(stream, columns=columns)
+            yield from skim(stream, columns=columns, messages=messages)
         return
     todo = iter(ranges)
     base, looking = 0, True  # lines before this range; the sequential skim's serving search
     with pool:
         first = [next(todo) for _ in range(min(2 * jobs, len(ranges)))]
         pending: deque[Future[tuple[list[Item], Any]]] = deque(
-            pool.submit(skim_range, str(path), *r, columns) for r in first
+            pool.submit(skim_range, str(path), *r, columns, messages) for r in first
         )
         while pending:
             items, table = pending.popleft().result()
             items = _with_columns(items, table, base)
             following = next(todo, None)
             if following is not None:
-                pending.append(pool.submit(skim_range, str(path), *following, columns))
+                pending.append(pool.submit(skim_range, str(path), *following, columns, messages))
             for item in items:
                 if isinstance(item, PhysicalLine):
                     looking = True
