@@ -160,10 +160,10 @@ def metrics_frame(events: pd.DataFrame) -> pd.DataFrame:
     """One row per stats line, indexed by time; columns from `metrics.COLUMNS`."""
     # The mask first, then only the rows and columns needed: a copy of the whole
     # frame would double a big log's memory.
-    stats = events["level"].isin(["INFO", "DEBUG"]) & events["message"].str.match(
+    is_stats = events["level"].isin(["INFO", "DEBUG"]) & events["message"].str.match(
         STATS_LINE, na=False
     )
-    candidates = events.loc[stats, ["time", "line", "run", "message"]]
+    candidates = events.loc[is_stats, ["time", "line", "run", "message"]]
     rows = []
     for time, line, run, message in zip(
         candidates["time"],
