@@ -919,3 +919,14 @@ def test_a_v0_error_record_keeps_the_exception_text_when_its_traceback_is_cut_of
         "    engine = MQLLMEngine.from_vllm_config(\n"
     )
     assert all(f.id != "dependency-missing/import-error" for f in info.findings)
+
+
+def test_a_critical_record_no_signature_knows_fails_the_run() -> None:
+    d = _diagnose_text(
+        "INFO 04-11 13:44:00 [api_server.py:1] vLLM API server version 0.8.4\n"
+        "CRITICAL 04-11 13:45:00 [frobnicator.py:49] The frobnicator lost its marbles.\n"
+    )
+    assert d.verdict is Verdict.FAILED
+    root = _root(d)
+    assert root.id == "other/unrecognized-critical"
+    assert "frobnicator" in root.explanation

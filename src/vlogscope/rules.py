@@ -769,6 +769,8 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
             kind, text, line = exc.type, str(exc).splitlines()[0], exc.line
         elif failed and (m := _EXCEPTION_RECORD.fullmatch(event.message)):
             kind, text, line = m["type"], event.message, event.line
+        elif event.level == "CRITICAL":
+            return _unrecognized_critical(event)
         else:
             continue
         if _SHUTDOWN_EXCEPTIONS.search(kind):
@@ -789,6 +791,26 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
             priority=1,
         )
     return None if cut_off is None else _cut_off_traceback(cut_off)
+
+
+def _unrecognized_critical(event: Event) -> Finding:
+    """A CRITICAL record no signature explains: vLLM logs at that level only when
+    it is about to stop, so the run failed even without a traceback."""
+    return Finding(
+        id="other/unrecognized-critical",
+        category="other",
+        severity=Severity.ERROR,
+        title="A CRITICAL record that no signature explains",
+        explanation=(
+            f"`{event.message[:300]}` (line {event.line}) was logged at CRITICAL level, which "
+            "vLLM uses only when it is about to stop, and no signature knows it. The lines "
+            "before it, in the same process and the ones it names, hold the cause."
+        ),
+        fix=("Read the log above this line; search vLLM's issues for its message.",),
+        evidence=(Evidence(event.line, event.message, event.process),),
+        confidence=0.3,
+        priority=1,
+    )
 
 
 def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> Finding | None:
