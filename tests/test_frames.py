@@ -100,10 +100,27 @@ def test_events_command_writes_csv_and_jsonl_from_a_pipe() -> None:
     data = gzip.compress(fixture(HEALTHY).read_bytes())
     csv = run_cli("events", "-", "--format", "csv", stdin=data)
     assert csv.returncode == 0
-    assert csv.stdout.decode().splitlines()[0].startswith(",line,lines,time,run,process")
+    assert csv.stdout.decode().splitlines()[0].startswith("line,lines,time,run,process")
     jsonl = run_cli("metrics", str(fixture(HEALTHY)), "--format", "jsonl")
     rows = [json.loads(line) for line in jsonl.stdout.decode().splitlines()]
-    assert rows and "gpu_kv_cache_usage" in rows[0]
+    assert rows and "gpu_kv_cache_usage" in rows[0] and "time" in rows[0]  # the index is data
+    events = run_cli("events", str(fixture(HEALTHY)), "--format", "jsonl")
+    rows = [json.loads(line) for line in events.stdout.decode().splitlines()]
+    assert rows and "index" not in rows[0] and rows[0]["line"] == 1  # a row counter is not
+
+
+def test_events_command_without_messages_leaves_routine_text_out(tmp_path: Path) -> None:
+    out = tmp_path / "events.csv"
+    result = run_cli(
+        "events", str(fixture(HEALTHY)), "--no-messages", "--format", "csv", "-o", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    lean = pd.read_csv(out)
+    full = vlogscope.read(fixture(HEALTHY)).events
+    assert len(lean) == len(full)
+    assert 0 < lean["message"].notna().sum() < full["message"].astype(bool).sum()
+    piped = run_cli("events", "-", "--no-messages", stdin=fixture(HEALTHY).read_bytes())
+    assert piped.returncode == 2 and len(piped.stderr.decode().strip().splitlines()) == 1
 
 
 def test_config_command_shows_requested_beside_effective() -> None:

@@ -38,12 +38,14 @@ if TYPE_CHECKING:
 _FRAME_FORMATS = ["table", "csv", "jsonl", "parquet"]
 
 
-def _read_one(path: str, year: int | None, patterns: Sequence[Path]) -> Log:
+def _read_one(path: str, year: int | None, patterns: Sequence[Path], messages: bool = True) -> Log:
     from vlogscope.log import read as read_log  # pandas: only for commands that need it
 
+    if not messages and path == "-":
+        fail("--no-messages reads lines back from a file; it cannot with standard input")
     try:
         source = Source.from_stream(STDIN_NAME, sys.stdin.buffer) if path == "-" else path
-        return read_log(source, year=year, patterns=patterns)
+        return read_log(source, year=year, patterns=patterns, messages=messages)
     except (InputError, SignatureError) as exc:
         fail(str(exc))
         raise  # unreachable
@@ -61,10 +63,13 @@ def _emit_frame(frame: pd.DataFrame, fmt: str, output: Path | None) -> None:
         except ImportError:
             fail("--format parquet needs pyarrow: pip install pyarrow")
         return
+    # A time index (metrics) is data; a row counter (events, timeline) is not.
+    keep_index = not isinstance(frame.index, pd.RangeIndex)
     if fmt == "csv":
-        text = frame.to_csv(index=True)
+        text = frame.to_csv(index=keep_index)
     elif fmt == "jsonl":
-        text = frame.reset_index().to_json(orient="records", lines=True, date_format="iso")
+        rows = frame.reset_index() if keep_index else frame
+        text = rows.to_json(orient="records", lines=True, date_format="iso")
     else:
         with pd.option_context("display.max_rows", None, "display.max_colwidth", 120,
                                "display.width", 200):  # fmt: skip
@@ -82,11 +87,23 @@ def _frame_command(name: str, build: Callable[[Log], pd.DataFrame], doc: str) ->
                   show_default=True)  # fmt: skip
     @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path))
     @click.option("--year", type=int, help="Year of the log's last line (default: file mtime).")
+    @click.option(
+        "--messages/--no-messages",
+        default=True,
+        show_default=True,
+        help="Routine lines' messages (stats, requests, access lines); leave them out of a "
+        "big log's rows to keep memory down.",
+    )
     @PATTERNS_OPTION
     def command(
-        path: str, fmt: str, output: Path | None, year: int | None, pattern_dirs: tuple[Path, ...]
+        path: str,
+        fmt: str,
+        output: Path | None,
+        year: int | None,
+        messages: bool,
+        pattern_dirs: tuple[Path, ...],
     ) -> None:
-        _emit_frame(build(_read_one(path, year, pattern_dirs)), fmt, output)
+        _emit_frame(build(_read_one(path, year, pattern_dirs, messages)), fmt, output)
 
 
 _frame_command("events", lambda log: log.events, "One row per event (record, traceback, ...).")
