@@ -28,6 +28,7 @@ A file holds any number of `[[signature]]` tables:
     levels = ["ERROR"]                     # optional
     kinds = ["record", "traceback"]        # optional
     startup_only = true                    # optional: only before the server was up
+    cut_off_only = true                    # optional: only tracebacks without an exception line
     [signature.tests]
     fires = ["tests/fixtures/logs/x.log"]  # must produce this signature
     ignores = ["tests/fixtures/logs/y.log"]  # must not
@@ -108,6 +109,10 @@ class Signature:
     # Speaks only for events before start-up completed: guesses from where a
     # traceback ran ("while loading weights") say nothing about a serving crash.
     startup_only: bool = False
+    # Speaks only for tracebacks cut off before their exception line: a guess at
+    # the missing line ("out of memory, as usual there") is wrong once the line
+    # is there and no signature recognised it.
+    cut_off_only: bool = False
 
 
 def is_fallback(sig: Signature) -> bool:
@@ -225,11 +230,10 @@ def _parse(table: Mapping[str, Any], source: Path, lazy: bool = False) -> Signat
         )
     except ValueError as exc:
         raise SignatureError(f"{source}: signature {sig_id!r}: {exc}") from exc
-    startup_only = match.get("startup_only", False)
-    if not isinstance(startup_only, bool):
-        raise SignatureError(
-            f"{source}: signature {sig_id!r}: match.startup_only must be true/false"
-        )
+    flags = {name: match.get(name, False) for name in ("startup_only", "cut_off_only")}
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise SignatureError(f"{source}: signature {sig_id!r}: match.{name} must be true/false")
     tests = table.get("tests", {})
     return Signature(
         id=sig_id,
@@ -255,7 +259,7 @@ def _parse(table: Mapping[str, Any], source: Path, lazy: bool = False) -> Signat
         ),
         origin=source,
         needles=required_literals(match["message"]) if "message" in match else None,
-        startup_only=startup_only,
+        **flags,
     )
 
 
@@ -368,6 +372,8 @@ def match_event(
     `texts` is `candidate_texts(event)`, when the caller has it already.
     """
     if sig.kinds and event.kind not in sig.kinds:
+        return None
+    if sig.cut_off_only and event.exceptions:
         return None
     # `levels` narrows levelled records; unlevelled lines (raw tracebacks, pasted
     # text without the header) always qualify.
