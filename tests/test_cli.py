@@ -181,7 +181,7 @@ def test_wrapped_evidence_stays_under_its_text_and_cut_text_is_marked() -> None:
     )
     result = run_cli("diagnose", "-", stdin=line.encode())
     rows = result.stdout.decode().splitlines()
-    assert rows[0].endswith("(1 line)")
+    assert rows[0].endswith("(1\u00a0line)")
     first = next(i for i, r in enumerate(rows) if "line      1 " in r)
     column = rows[first].index("ValueError")
     wrapped = []
