@@ -181,7 +181,7 @@ def test_wrapped_evidence_stays_under_its_text_and_cut_text_is_marked() -> None:
     )
     result = run_cli("diagnose", "-", stdin=line.encode())
     rows = result.stdout.decode().splitlines()
-    assert rows[0].endswith("(1\u00a0line)")
+    assert rows[0].rstrip().endswith("(1 line)")
     first = next(i for i, r in enumerate(rows) if "line      1 " in r)
     column = rows[first].index("ValueError")
     wrapped = []
@@ -202,3 +202,11 @@ def test_a_log_without_the_reported_settings_says_so_instead_of_an_empty_table()
     out = result.stdout.decode()
     assert "Facts: none of the settings the report shows were found in the log." in out
     assert "fact  value" not in out
+
+
+def test_a_long_path_wraps_but_the_line_count_stays_whole(tmp_path: Path) -> None:
+    path = tmp_path / ("a-very-long-directory-name-" * 4) / "vllm.log"
+    path.parent.mkdir()
+    path.write_text("ValueError: No available memory for the cache blocks.\n")
+    rows = run_cli("diagnose", str(path)).stdout.decode().splitlines()
+    assert any(row.rstrip().endswith("(1 line)") for row in rows[:4]), rows[:4]

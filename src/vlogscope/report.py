@@ -238,9 +238,12 @@ def _facts_table(d: Diagnosis) -> Table | Text:
 
 def render_text(d: Diagnosis, console: Console) -> None:
     """Print one diagnosis: verdict, root cause panel, symptoms, other findings, facts."""
-    head = _plain(d.source, "bold")
-    # A no-break space: a long path must not leave "lines)" alone on the next row.
-    head.append(f"  ({d.lines:,}\u00a0line{'' if d.lines == 1 else 's'})", style="dim")
+    # Two columns: a long path wraps in its own, the line count stays whole.
+    head = Table.grid(padding=(0, 2))
+    head.add_column(overflow="fold")
+    head.add_column(no_wrap=True)
+    count = Text(f"({d.lines:,} line{'' if d.lines == 1 else 's'})", style="dim")
+    head.add_row(_plain(d.source, "bold"), count)
     console.print(head)
     if len(d.runs) > 1:
         console.print(_plain(f"{len(d.runs)} launches in this log: {run_summary(d)}.", "bold"))
