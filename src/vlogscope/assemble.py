@@ -154,6 +154,11 @@ class Event:
         return self.texts[0]
 
     @property
+    def cut_off(self) -> bool:
+        """A traceback that stops before its exception line (a truncated paste)."""
+        return bool(self.frames) and not self.exceptions
+
+    @property
     def exception(self) -> str | None:
         """The finally raised exception as `Type: message`, if any."""
         return str(self.exceptions[-1]) if self.exceptions else None

@@ -188,8 +188,7 @@ def _when(times: pd.Series, line: int) -> dt.datetime | None:
 def _column_rows(batch: Any) -> Iterator[tuple[int, bool, str]]:
     lines, kinds, messages = (batch.column(c).to_pylist() for c in ("line", "kind", "message"))
     for line, kind, message in zip(lines, kinds, messages, strict=True):
-        if message is not None:  # None: not kept (read without messages)
-            yield line, kind == "record", message
+        yield line, kind == "record", message
 
 
 _TOOK = re.compile(r"took ([\d.]+) ?(?:s\b|sec|seconds)|in ([\d.]+) secs?")

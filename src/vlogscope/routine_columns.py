@@ -58,8 +58,8 @@ def routine_batch(
 ) -> Any:
     """The routine lines in data[start:stop] (whole lines) as a pyarrow RecordBatch.
 
-    Without `messages`, a row keeps its message only where `read_messages_kept`
-    says the frames need it; `runs` are the row counts of the routine runs the
+    Without `messages`, a row keeps its message only where `kept_rows` says
+    the frames need it; `runs` are the row counts of the routine runs the
     span holds (one run by default).
     """
     import numpy as np
@@ -144,7 +144,7 @@ def kept_rows(messages: Any, timed: Any, runs: Sequence[int] | None = None) -> A
     run_of = np.repeat(np.arange(len(runs)), runs)
     # The first timed serving row of each run; rows after it need no serving text.
     dating = np.flatnonzero(serving & timed.to_numpy(zero_copy_only=False))
-    limit = np.full(int(run_of[-1]) + 1 if n else 0, n)
+    limit = np.full(len(runs), n)
     first_runs, first = np.unique(run_of[dating], return_index=True)
     limit[first_runs] = dating[first]
     serving &= np.arange(n) <= limit[run_of]

@@ -750,16 +750,12 @@ _EXCEPTION_RECORD = re.compile(
 def unrecognized_error(events: Sequence[Event]) -> Finding | None:
     """A traceback no signature explains still means the run failed: say so, plainly."""
     for event in events:  # a cut-off traceback that shows what it was doing comes first
-        if (
-            event.frames
-            and not event.exceptions
-            and _IMPORT_LINE.fullmatch(_last_source_line(event))
-        ):
+        if event.cut_off and _IMPORT_LINE.fullmatch(_last_source_line(event)):
             return _cut_off_traceback(event)
     cut_off: Event | None = None
     for event in events:
         failed = event.kind is EventKind.TRACEBACK or event.level in ("ERROR", "CRITICAL")
-        if not event.exceptions and event.frames and failed:
+        if event.cut_off and failed:
             # A traceback whose exception line is missing says less than one whose line
             # is there (a paste that cut one copy and kept the next): look on first.
             cut_off = cut_off or event

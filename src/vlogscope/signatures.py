@@ -356,12 +356,7 @@ def _cut_off_under_its_message(event: Event) -> bool:
     that is left of the exception, so a signature that asks for an exception
     type is tried on it, without the type.
     """
-    return (
-        not event.exceptions
-        and bool(event.frames)
-        and event.kind is EventKind.RECORD
-        and event.level in ("ERROR", "CRITICAL")
-    )
+    return event.cut_off and event.kind is EventKind.RECORD and event.level in ("ERROR", "CRITICAL")
 
 
 def match_event(
@@ -373,7 +368,7 @@ def match_event(
     """
     if sig.kinds and event.kind not in sig.kinds:
         return None
-    if sig.cut_off_only and event.exceptions:
+    if sig.cut_off_only and not event.cut_off:
         return None
     # `levels` narrows levelled records; unlevelled lines (raw tracebacks, pasted
     # text without the header) always qualify.
