@@ -310,3 +310,46 @@ def test_caret_lines_a_prefix_left_unindented_are_not_exceptions() -> None:
     [event] = _events(*lines)
     assert event.exception == "AttributeError: 'LLMEngine' object has no attribute 'model_executor'"
     assert [e.type for e in event.exceptions] == ["AttributeError"]
+
+
+def test_a_quoted_message_continues_until_its_quote_closes() -> None:
+    """V1 quotes a worker's error (`Worker failed with error '...'`); a Triton
+    compile error inside it spans unindented lines, which belong to the exception."""
+    p = "(EngineCore pid=259) "
+    events = _events(
+        p + "Traceback (most recent call last):",
+        p + '  File "/v/multiproc_executor.py", line 434, in get_response',
+        p + "    raise RuntimeError(",
+        p + "RuntimeError: Worker failed with error 'at 1:0:",
+        p + "def fused_moe_kernel(",
+        p + "^",
+        p + 'ValueError("type fp8e4nv not supported in this architecture. The supported fp8 '
+        "dtypes are ('fp8e4b15', 'fp8e5')\")', please check the stack trace above",
+        p + "unrelated output after the quote closed",
+    )
+    assert [e.lines for e in events] == [7, 1]
+    message = events[0].exceptions[-1].message
+    assert message.splitlines()[1] == "def fused_moe_kernel("
+    assert "type fp8e4nv not supported" in message
+
+
+def test_an_apostrophe_does_not_open_a_quote() -> None:
+    events = _events(
+        "Traceback (most recent call last):",
+        '  File "/x.py", line 1, in f',
+        "ValueError: the model's config doesn't say",
+        "next line of other output",
+    )
+    assert [e.lines for e in events] == [3, 1]
+
+
+def test_an_open_quote_stops_at_a_new_traceback() -> None:
+    events = _events(
+        "Traceback (most recent call last):",
+        '  File "/x.py", line 1, in f',
+        "RuntimeError: failed with error 'at 1:0:",
+        "Traceback (most recent call last):",
+        '  File "/x.py", line 2, in g',
+        "KeyError: 'b'",
+    )
+    assert [e.lines for e in events] == [3, 3]

@@ -83,6 +83,13 @@ _FAULT_NOISE = re.compile(
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 # A traceback frame; faulthandler leaves out the comma before `in`.
 _FRAME = re.compile(r'\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:,? in (?P<func>.*))?')
+# A quote that opens or closes a quoted string: not an apostrophe between two
+# letters or digits (`doesn't`, `model's`).
+_QUOTE = re.compile(r"'(?<![A-Za-z0-9]')|'(?![A-Za-z0-9])")
+# An exception message whose quote is still open continues on the lines below it
+# (V1 wraps a worker's error as `Worker failed with error '<str(e)>', please check
+# ...`, and Triton's compile errors span lines); this many lines at most.
+MAX_QUOTED_LINES = 40
 # `ray.exceptions.RayTaskError(TypeError): ...` wraps the real type in parentheses.
 _EXCEPTION = re.compile(
     r"(?P<type>[A-Za-z_][\w.]*)(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::(?: (?P<message>.*))?)?$"
@@ -368,8 +375,19 @@ class _Builder:
                 or not stripped
                 or stripped in _CHAIN_MARKERS
                 or (self.rich_width > 0 and self._wraps_on(text))
+                or (self._quote_open() and not text.startswith(_TRACEBACK_START))
             )
         return False
+
+    def _quote_open(self) -> bool:
+        """Does the exception being read end inside a quoted string, so that the
+        next unindented lines are the rest of its message?"""
+        exc = self.open_exception
+        return (
+            exc is not None
+            and self.numbers[-1] - exc.line < MAX_QUOTED_LINES
+            and len(_QUOTE.findall(exc.message)) % 2 == 1
+        )
 
     def build(self) -> Event:
         self._close_exception()
