@@ -930,3 +930,74 @@ def test_a_critical_record_no_signature_knows_fails_the_run() -> None:
     root = _root(d)
     assert root.id == "other/unrecognized-critical"
     assert "frobnicator" in root.explanation
+
+
+def _refused(*lines: str) -> Finding:
+    import vlogscope
+
+    return _root(vlogscope.diagnose(list(lines)))
+
+
+_FRAMES = (
+    "Traceback (most recent call last):",
+    '  File "/opt/app/framework/engine.py", line 58, in __init__',
+    "    self.llm = vllm.LLM(*args, **kwargs)",
+    '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/llm.py", line 212, in __init__',
+    "    engine_args = EngineArgs(",
+)
+
+
+def test_a_refused_engine_argument_that_vllm_removed_is_the_callers_to_change() -> None:
+    root = _refused(
+        *_FRAMES,
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'",
+    )
+    assert (root.id, root.category) == (
+        "invalid-argument/engine-argument-removed",
+        "invalid-argument",
+    )
+    assert "removed from vLLM after 0.6.6.post1" in root.title
+    assert "vllm<=0.6.6.post1" in " ".join(root.fix)
+
+
+def test_a_refused_engine_argument_that_vllm_added_later_asks_for_a_newer_vllm() -> None:
+    root = _refused(
+        *_FRAMES,
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_extension_cls'",
+    )
+    assert (root.id, root.category) == (
+        "dependency-missing/engine-argument-too-new",
+        "dependency-missing",
+    )
+    assert "needs vLLM 0.8.0 or newer" in root.title
+
+
+def test_the_logged_version_decides_between_removed_and_too_new() -> None:
+    """`num_scheduler_steps` existed in 0.5.5 to 0.10.0: refused by 0.4.3 it is too new,
+    by 0.11.0 removed, and by 0.6.3, which has it, a sign of a stale installation."""
+    refusal = (
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'num_scheduler_steps'"
+    )
+    for version, expected in (
+        ("0.4.3", "dependency-missing/engine-argument-too-new"),
+        ("0.11.0", "invalid-argument/engine-argument-removed"),
+        ("0.6.3", "dependency-missing/stale-vllm-installation"),
+    ):
+        banner = f"INFO 10-16 01:02:03 [api_server.py:585] vLLM API server version {version}"
+        assert _refused(banner, *_FRAMES, refusal).id == expected, version
+
+
+def test_a_keyword_no_vllm_release_knows_stays_an_invalid_argument() -> None:
+    root = _refused(
+        *_FRAMES,
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'tensor_paralel_size'",
+    )
+    assert root.id == "invalid-argument/unexpected-keyword"
+
+
+def test_a_keyword_refused_by_another_class_is_not_judged_as_an_engine_argument() -> None:
+    """`seed` is an engine argument too, but SamplingParams refused it here."""
+    root = _refused(
+        "TypeError: SamplingParams.__init__() got an unexpected keyword argument 'seed'"
+    )
+    assert root.id == "invalid-argument/unexpected-keyword"

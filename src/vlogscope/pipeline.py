@@ -39,6 +39,7 @@ from vlogscope.rules import (
     blocks_below_max_len,
     died_while_serving,
     ends_in_shutdown,
+    engine_argument_history,
     engine_died_silently,
     fp8_kv_kernel_build,
     interrupted_startup,
@@ -368,7 +369,10 @@ class RunBuilder:
         facts = self.collector.facts()
         findings = stopped_on_request(
             recovered_stalls(
-                from_matches(self_explained(self.matches), facts), self.progress.last_line(facts)
+                engine_argument_history(
+                    from_matches(self_explained(self.matches), facts), self.matches, facts
+                ),
+                self.progress.last_line(facts),
             ),
             self.shutdown.line,
         )

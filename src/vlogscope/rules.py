@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from vlogscope.assemble import Event, EventKind
+from vlogscope.engine_args import ArgumentHistory, argument_history, release
 from vlogscope.facts import Fact, Facts
 from vlogscope.findings import Evidence, Finding
 from vlogscope.signatures import Match, Role, Severity
@@ -319,6 +320,108 @@ def stalled_with_warnings(findings: Sequence[Finding], facts: Facts) -> Finding 
         ),
         confidence=0.55,
         priority=8,
+    )
+
+
+UNEXPECTED_KEYWORD = "invalid-argument/unexpected-keyword"
+# The classes whose keywords are engine arguments (LLM passes its own through).
+_ENGINE_ARGS_CLASS = re.compile(r"(?:Async)?EngineArgs|LLM")
+_STALE_INSTALL_HINT = (
+    "If the installed vLLM should take `{arg}`, look for a stale or mixed installation: "
+    "`pip show vllm` and `python -c 'import vllm; print(vllm.__file__)'` must name the same "
+    "place; reinstall vLLM into a clean environment."
+)
+
+
+def engine_argument_history(
+    findings: Sequence[Finding], matches: Sequence[Match], facts: Facts
+) -> list[Finding]:
+    """An engine argument refused by `EngineArgs`, judged by its history (engine_args.py).
+
+    The signature only knows that a keyword was refused.  Whether vLLM removed
+    it since, added it later, or holds it in the very release that refused it
+    decides what the user must change: the caller, the vLLM version, or the
+    installation.
+    """
+    match = next((m for m in matches if m.signature.id == UNEXPECTED_KEYWORD), None)
+    generic = next((f for f in findings if f.id == UNEXPECTED_KEYWORD), None)
+    if match is None or generic is None:
+        return list(findings)
+    arg, cls = match.captures.get("arg", ""), match.captures.get("cls", "")
+    names_engine_args = _ENGINE_ARGS_CLASS.fullmatch(cls) is not None or (
+        cls == "__init__"  # Python < 3.10 leaves the class out; the caller's line names it
+        and any("EngineArgs" in text for text in match.event.texts)
+    )
+    history = argument_history(arg, asynchronous=cls != "EngineArgs")
+    if not names_engine_args or history is None:
+        return list(findings)
+    judged = _judged_argument(generic, history, cls, version_tuple(facts.value("vllm_version")))
+    return [judged if f is generic else f for f in findings]
+
+
+def _judged_argument(
+    generic: Finding, history: ArgumentHistory, cls: str, running: tuple[int, int, int] | None
+) -> Finding:
+    arg, where = history.name, history.releases_text()
+    caller = "EngineArgs" if cls == "__init__" else cls
+    this = f"this log's vLLM is {'.'.join(map(str, running))}" if running else ""
+    stale = _STALE_INSTALL_HINT.format(arg=arg)
+    if running is not None and history.held_by(running):
+        return dataclasses.replace(
+            generic,
+            id="dependency-missing/stale-vllm-installation",
+            category="dependency-missing",
+            title=f"vLLM {'.'.join(map(str, running))} should take `{arg}`, yet refused it",
+            explanation=(
+                f"{caller} refused `{arg}` (line {generic.line}), and vLLM releases {where} "
+                f"declare it; {this}. The code that ran is not the release that printed its "
+                "version: a stale or mixed installation (an older copy earlier on the path, "
+                "files of two releases in one site-packages) shadows it."
+            ),
+            fix=(stale, "Reinstall vLLM into a fresh virtual environment and try again."),
+            priority=84,
+            confidence=0.75,
+        )
+    too_old = (running is not None and running < release(history.first)) or (
+        running is None and history.current
+    )
+    if too_old:
+        return dataclasses.replace(
+            generic,
+            id="dependency-missing/engine-argument-too-new",
+            category="dependency-missing",
+            title=f"`{arg}` needs vLLM {history.first} or newer",
+            explanation=(
+                f"{caller} refused `{arg}` (line {generic.line}). vLLM has taken this argument "
+                f"since {history.first}{'; ' + this if this else ''}: the code that passed it "
+                "(a training or serving framework, a script) was written for a newer vLLM "
+                "than the installed one."
+            ),
+            fix=(
+                f"Upgrade vLLM to {history.first} or newer (`pip install 'vllm>={history.first}'`)"
+                ", or use a release of the calling framework written for the installed vLLM.",
+                stale,
+            ),
+            priority=84,
+            confidence=0.8,
+        )
+    return dataclasses.replace(
+        generic,
+        id="invalid-argument/engine-argument-removed",
+        title=f"`{arg}` was removed from vLLM after {history.last}",
+        explanation=(
+            f"{caller} refused `{arg}` (line {generic.line}). Only vLLM releases {where} take "
+            f"it{'; ' + this if this else ''}: the code that passed it (a training or serving "
+            "framework, a script) was written for an older vLLM."
+        ),
+        fix=(
+            f"Drop `{arg}` from the arguments (the release notes of the vLLM release after "
+            f"{history.last} name what replaced it), upgrade the calling framework to a release "
+            f"written for this vLLM, or pin `vllm<={history.last}`.",
+            stale,
+        ),
+        priority=84,
+        confidence=0.8,
     )
 
 
