@@ -353,3 +353,33 @@ def test_an_open_quote_stops_at_a_new_traceback() -> None:
         "KeyError: 'b'",
     )
     assert [e.lines for e in events] == [3, 3]
+
+
+def test_a_lone_exception_line_names_its_exception() -> None:
+    """Excerpts often keep only a traceback's last line, raw or as a record."""
+    raw, record = _events(
+        "ModuleNotFoundError: No module named 'wrapt'",
+        H + "RuntimeError: NIXL is not available",
+    )
+    assert raw.kind is EventKind.TRACEBACK and raw.exception == (
+        "ModuleNotFoundError: No module named 'wrapt'"
+    )
+    assert record.kind is EventKind.RECORD and record.exception == (
+        "RuntimeError: NIXL is not available"
+    )
+
+
+def test_frames_pasted_below_a_lone_exception_join_it() -> None:
+    [event] = _events(
+        "KeyError: <PlatformEnum.HPU: 4>",
+        '  File "vllm/model_executor/layers/quantization/kernels/__init__.py", line 57, in choose',
+        "    for kernel in _POSSIBLE_KERNELS[current_platform._enum]:",
+    )
+    assert event.exception == "KeyError: <PlatformEnum.HPU: 4>"
+    assert event.frames[0].function == "choose"
+
+
+def test_a_line_that_only_looks_like_a_name_and_colon_is_no_exception() -> None:
+    for text in ("Note: this is fine", "error: linker failed", "Hint: UserError: no"):
+        [event] = _events(text)
+        assert event.kind is EventKind.UNPARSED and not event.exceptions, text

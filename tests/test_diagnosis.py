@@ -683,13 +683,16 @@ def test_a_start_up_stopped_elsewhere_was_interrupted() -> None:
     assert root.id == "engine-died-silently/startup-interrupted"
 
 
-def _worker_error_then_engine_death(head: list[str]) -> Diagnosis:
+def _worker_error_then_engine_death(head: list[str], fatal_record: bool = True) -> Diagnosis:
+    """`fatal_record`: with V1's "EngineCore encountered a fatal error." record, which
+    vLLM logs only for an engine core that had started."""
     core = "(EngineCore_DP0 pid=243) "
+    fatal = "ERROR 03-04 09:18:00 [core.py:946] EngineCore encountered a fatal error."
     return _diagnose_text(
         "\n".join(
             [
                 *head,
-                core + "ERROR 03-04 09:18:00 [core.py:946] EngineCore encountered a fatal error.",
+                *([core + fatal] if fatal_record else []),
                 core + "ERROR 03-04 09:18:00 [core.py:946] Traceback (most recent call last):",
                 core + '  File "/venv/vllm/v1/worker/gpu_model_runner.py", line 2200, in '
                 "execute_model",
@@ -716,8 +719,11 @@ def test_an_unrecognized_error_that_kills_a_serving_engine_is_an_engine_death() 
 
 def test_the_same_error_before_the_server_was_up_stays_unrecognized() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
-    root = _root(_worker_error_then_engine_death(head))
+    root = _root(_worker_error_then_engine_death(head, fatal_record=False))
     assert root.id == "other/unrecognized-exception"
+    # "encountered a fatal error" itself says the engine core had started.
+    root = _root(_worker_error_then_engine_death(head))
+    assert root.id == "engine-dead-runtime/unrecognized-error"
 
 
 _CAUGHT = [
@@ -876,10 +882,11 @@ def test_a_crash_dump_of_the_running_batch_shows_the_engine_was_serving() -> Non
         "(EngineCore_DP0 pid=243) ERROR 03-04 09:18:00 [dump_input.py:79] Dumping scheduler "
         "stats: SchedulerStats(num_running_reqs=44, num_waiting_reqs=12)"
     )
-    root = _root(_worker_error_then_engine_death([dump]))
+    root = _root(_worker_error_then_engine_death([dump], fatal_record=False))
     assert root.id == "engine-dead-runtime/unrecognized-error"
     # Without the dump, the same lines do not show that start-up was over.
-    assert _root(_worker_error_then_engine_death([])).id == "other/unrecognized-exception"
+    without = _worker_error_then_engine_death([], fatal_record=False)
+    assert _root(without).id == "other/unrecognized-exception"
 
 
 def test_a_traceback_whose_exception_line_is_kept_speaks_before_a_cut_off_copy() -> None:
@@ -992,8 +999,60 @@ def test_a_keyword_no_vllm_release_knows_stays_an_invalid_argument() -> None:
 
 
 def test_a_keyword_refused_by_another_class_is_not_judged_as_an_engine_argument() -> None:
-    """`seed` is an engine argument too, but SamplingParams refused it here."""
+    """`seed` is an engine argument too, but SamplingParams refused it here: an API
+    mismatch between the caller and vLLM, not an engine argument."""
     root = _refused(
         "TypeError: SamplingParams.__init__() got an unexpected keyword argument 'seed'"
     )
-    assert root.id == "invalid-argument/unexpected-keyword"
+    assert root.id == "dependency-missing/api-keyword-mismatch"
+
+
+_SERVED = (
+    "INFO 10-01 22:40:55 [api_server.py:1] vLLM API server version 0.30.0",
+    "INFO 10-01 22:41:10 [launcher.py:1] Application startup complete.",
+    "INFO 10-01 22:41:20 [loggers.py:1] Engine 000: Avg prompt throughput: 12.0 tokens/s, "
+    "Avg generation throughput: 62.5 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+    "GPU KV cache usage: 0.1%, Prefix cache hit rate: 0.0%",
+)
+
+
+def test_an_error_the_engine_went_on_generating_after_is_information() -> None:
+    import vlogscope
+
+    lines = [
+        "Error in sitecustomize; set PYTHONVERBOSE for traceback:",
+        "ModuleNotFoundError: No module named 'wrapt'",
+        *_SERVED,
+        _SERVED[-1].replace("22:41:20", "22:41:30"),
+    ]
+    d = vlogscope.diagnose(lines)
+    assert d.verdict is Verdict.HEALTHY, [f.id for f in d.findings]
+    [found] = [f for f in d.findings if f.id == "dependency-missing/import-error"]
+    assert found.severity is Severity.INFO and "went on serving" in found.title
+
+
+def test_one_stats_line_after_an_error_does_not_prove_it_survived() -> None:
+    """A stats line reports the interval before it: tokens from before a crash."""
+    import vlogscope
+
+    d = vlogscope.diagnose(["ModuleNotFoundError: No module named 'wrapt'", *_SERVED])
+    assert d.verdict is Verdict.FAILED
+    assert _root(d).id == "dependency-missing/import-error"
+
+
+def test_an_engine_core_that_dies_of_an_unknown_error_had_started() -> None:
+    """V1 says "encountered a fatal error" only for an engine core that had started, so
+    an error no signature names that kills it is an engine death, not a start-up failure."""
+    import vlogscope
+
+    h = "(EngineCore_DP0 pid=3361) ERROR 01-30 06:07:45 [core.py:70] "
+    d = vlogscope.diagnose(
+        [
+            h + "EngineCore encountered a fatal error.",
+            h + "Traceback (most recent call last):",
+            h + '  File "/v/vllm/v1/structured_output/__init__.py", line 288, in grammar_bitmask',
+            h + "    assert accepted, (token, req_id, scheduled_spec_decode_tokens)",
+            h + "AssertionError: (-1, 'chatcmpl-5c52', {'chatcmpl-5c52': [-1, -1, -1]})",
+        ]
+    )
+    assert _root(d).category == "engine-dead-runtime"

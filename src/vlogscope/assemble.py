@@ -90,6 +90,11 @@ _QUOTE = re.compile(r"'(?<![A-Za-z0-9]')|'(?![A-Za-z0-9])")
 # (V1 wraps a worker's error as `Worker failed with error '<str(e)>', please check
 # ...`, and Triton's compile errors span lines); this many lines at most.
 MAX_QUOTED_LINES = 40
+# The last line of a traceback on its own: a dotted name ending in Error or Exception,
+# then its message (a paste, or a record, that kept only that line).
+_LONE_EXCEPTION = re.compile(
+    r"(?P<type>(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)): (?P<message>\S.*)"
+)
 # `ray.exceptions.RayTaskError(TypeError): ...` wraps the real type in parentheses.
 _EXCEPTION = re.compile(
     r"(?P<type>[A-Za-z_][\w.]*)(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::(?: (?P<message>.*))?)?$"
@@ -214,6 +219,10 @@ class _Builder:
         elif len(self.numbers) == 1 and (fault := _FAULT.fullmatch(stripped)):
             self.fault = RaisedException("Fatal Python error", fault["what"], number)
             self.state = _TracebackState.HEADER
+        elif len(self.numbers) == 1 and (lone := _LONE_EXCEPTION.fullmatch(stripped)):
+            # An excerpt that keeps only a traceback's last line still names the exception.
+            self.open_exception = RaisedException(lone["type"], lone["message"], number)
+            self.state = _TracebackState.RAISED
         elif text.endswith(_TRACEBACK_START):
             self._close_exception()
             self.state = _TracebackState.FRAMES

@@ -83,9 +83,12 @@ PHASES = (
     ),
     Phase(
         "engine ready",
-        # The API server asks the running engine for its tasks once the engine is up.
+        # The API server asks the running engine for its tasks once the engine is up; V1
+        # logs "encountered a fatal error" only for an engine core that had started (one
+        # that had not says "failed to start").
         re.compile(
             r"init engine \(profile, create kv cache, warmup model\) took|Supported tasks: \["
+            r"|^EngineCore encountered a fatal error"
         ),
     ),
     Phase(

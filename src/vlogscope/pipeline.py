@@ -50,6 +50,7 @@ from vlogscope.rules import (
     stalled_with_warnings,
     startup_stalled,
     stopped_on_request,
+    survived_errors,
     unrecognized_after_progress,
     unusual_tensor_parallel_size,
 )
@@ -369,8 +370,11 @@ class RunBuilder:
         facts = self.collector.facts()
         findings = stopped_on_request(
             recovered_stalls(
-                engine_argument_history(
-                    from_matches(self_explained(self.matches), facts), self.matches, facts
+                survived_errors(
+                    engine_argument_history(
+                        from_matches(self_explained(self.matches), facts), self.matches, facts
+                    ),
+                    self.progress,
                 ),
                 self.progress.last_line(facts),
             ),

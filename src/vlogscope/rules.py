@@ -785,14 +785,45 @@ class Progress:
 
     def __init__(self) -> None:
         self.line = 0
+        self.second_to_last = 0  # the moving stats line before `line`
 
     def observe(self, event: Event, stats: Sequence[str]) -> None:
-        if any(_MOVING.search(message) for message in stats):
-            self.line = event.line_numbers[-1]
+        moving = [message for message in stats if _MOVING.search(message)]
+        if moving:  # a routine run may hold many: then both lines fall inside it
+            last = event.line_numbers[-1]
+            self.second_to_last = last if len(moving) > 1 else self.line
+            self.line = last
 
     def last_line(self, facts: Facts) -> int:
         phase = facts.get("last_phase")
         return max(self.line, phase.line if phase is not None else 0)
+
+
+def survived_errors(findings: Sequence[Finding], progress: Progress) -> list[Finding]:
+    """Errors the engine went on generating after: caught and survived, kept as information.
+
+    A failure stops a launch; a run whose stats report throughput twice after
+    an error (a plugin or `sitecustomize` that failed to import, a kernel that
+    fell back) was not stopped by it.  Twice, because a stats line reports the
+    interval before it: the first one after a crash still counts the tokens
+    generated before it.  Nothing is demoted in a run that reports an engine
+    death or another symptom of failure.  `unrecognized_after_progress` does
+    the same for errors no signature names.
+    """
+    generating = progress.second_to_last
+    if not generating or any(
+        f.severity is Severity.ERROR and f.role is Role.SYMPTOM for f in findings
+    ):
+        return list(findings)
+    why = f"The engine generated tokens after it (line {progress.line}), so it was not fatal."
+    return [
+        _demoted(f, "the run went on serving", why)
+        if f.severity is Severity.ERROR
+        and f.role is Role.CAUSE
+        and max((e.line for e in f.evidence), default=0) < generating
+        else f
+        for f in findings
+    ]
 
 
 def recovered_stalls(findings: Sequence[Finding], progress_line: int) -> list[Finding]:
