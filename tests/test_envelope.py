@@ -81,3 +81,10 @@ def test_json_formatter_records_become_text_records_with_their_exception() -> No
 def test_json_that_is_not_a_log_record_is_left_alone() -> None:
     text = '{"asctime": 1, "other": 2}'
     assert unwrap(PhysicalLine(1, text)).text == text
+
+
+def test_colours_in_caret_notation_are_removed() -> None:
+    line = unwrap(
+        PhysicalLine(1, "^[[1;36m(APIServer pid=6)^[[0;0m INFO 08-22 21:36:14 [a.py:1] x")
+    )
+    assert line.text == "(APIServer pid=6) INFO 08-22 21:36:14 [a.py:1] x"

@@ -75,9 +75,17 @@ class UnwrappedLine:
     wrapper: str = ""
 
 
+# The same colours copied as text in caret notation (`cat -v`, an editor that shows
+# control characters): `^[[1;36m`.
+_CARET_COLOURS = re.compile(r"\^\[\[[0-9;?]*[ -/]*[@-~]")
+
+
 def strip_escapes(text: str) -> str:
-    """Remove terminal escape sequences (colours, OSC hyperlinks, clears)."""
-    return _ESCAPES.sub("", text) if "\x1b" in text else text
+    """Remove terminal escape sequences (colours, OSC hyperlinks, clears), also
+    colours written in caret notation."""
+    if "\x1b" in text:
+        text = _ESCAPES.sub("", text)
+    return _CARET_COLOURS.sub("", text) if "^[[" in text else text
 
 
 _JSON_RECORD = re.compile(r'\{\s*"(?:asctime|levelname|message)"')
