@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vlogscope.source import InputError, Source, open_sources, split_line
+from vlogscope.source import InputError, Source, open_sources
 
 LOG = b"INFO 05-14 09:10:07 a.py:1] one\r\nsecond\nthird without newline"
 
@@ -74,16 +74,3 @@ def test_truncated_gzip_is_an_input_error(tmp_path: Path) -> None:
     [source] = open_sources([str(path)])
     with pytest.raises(InputError, match="cannot read"):
         _texts(source)
-
-
-def test_a_paste_in_caret_notation_is_split_at_each_caret_m() -> None:
-    """`cat -v` (or an editor) shows a coloured CRLF log as `^[[1;36m...^M`."""
-    raw = (
-        b"^[[1;36m(APIServer pid=6)^[[0;0m ERROR 08-22 21:36:14 [serving_chat.py:250] Error^M"
-        b"^[[1;36m(APIServer pid=6)^[[0;0m ERROR 08-22 21:36:14 [serving_chat.py:250] Trace^M\n"
-    )
-    assert split_line(raw) == [
-        "^[[1;36m(APIServer pid=6)^[[0;0m ERROR 08-22 21:36:14 [serving_chat.py:250] Error",
-        "^[[1;36m(APIServer pid=6)^[[0;0m ERROR 08-22 21:36:14 [serving_chat.py:250] Trace",
-    ]
-    assert split_line(b"a literal ^M without colours\n") == ["a literal ^M without colours"]

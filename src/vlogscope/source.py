@@ -80,13 +80,10 @@ def split_line(raw: bytes) -> list[str]:
 
     A trailing `\\r` (CRLF, and the `\\r\\r\\n` a pseudo-terminal makes of it) is
     dropped; a progress bar's redraws collapse to the last state; a file with
-    CR-only line ends is split at each `\\r`, and a paste in caret notation
-    (`^[[1;36m...^M`, as `cat -v` shows a log) at each `^M`.
+    CR-only line ends is split at each `\\r`.
     """
     raw = raw.removesuffix(b"\n").rstrip(b"\r")
     text = raw.decode("utf-8", errors="replace")
-    if "^M" in text and "^[[" in text:  # copied in caret notation: `^M` ended each line
-        return [line for line in text.split("^M") if line] or [""]
     if "\r" not in text:
         return [text]
     states = [state for state in text.split("\r") if state]
