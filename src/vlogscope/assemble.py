@@ -90,11 +90,9 @@ _QUOTE = re.compile(r"'(?<![A-Za-z0-9]')|'(?![A-Za-z0-9])")
 # (V1 wraps a worker's error as `Worker failed with error '<str(e)>', please check
 # ...`, and Triton's compile errors span lines); this many lines at most.
 MAX_QUOTED_LINES = 40
-# The last line of a traceback on its own: a dotted name ending in Error or Exception,
-# then its message (a paste, or a record, that kept only that line).
-_LONE_EXCEPTION = re.compile(
-    r"(?P<type>(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)): (?P<message>\S.*)"
-)
+# An exception line with no traceback above it (a paste, or a record, that kept only
+# that line) counts when its type reads as one: a dotted name ending in Error or Exception.
+_ERROR_TYPE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)")
 # `ray.exceptions.RayTaskError(TypeError): ...` wraps the real type in parentheses.
 _EXCEPTION = re.compile(
     r"(?P<type>[A-Za-z_][\w.]*)(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::(?: (?P<message>.*))?)?$"
@@ -219,9 +217,15 @@ class _Builder:
         elif len(self.numbers) == 1 and (fault := _FAULT.fullmatch(stripped)):
             self.fault = RaisedException("Fatal Python error", fault["what"], number)
             self.state = _TracebackState.HEADER
-        elif len(self.numbers) == 1 and (lone := _LONE_EXCEPTION.fullmatch(stripped)):
-            # An excerpt that keeps only a traceback's last line still names the exception.
-            self.open_exception = RaisedException(lone["type"], lone["message"], number)
+        elif (
+            len(self.numbers) == 1
+            and (lone := _EXCEPTION.match(stripped))
+            and lone["message"]
+            and _ERROR_TYPE.fullmatch(lone["type"])
+        ):  # an excerpt that keeps only a traceback's last line still names the exception
+            self.open_exception = RaisedException(
+                lone["inner"] or lone["type"], lone["message"], number
+            )
             self.state = _TracebackState.RAISED
         elif text.endswith(_TRACEBACK_START):
             self._close_exception()

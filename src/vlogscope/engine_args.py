@@ -33,10 +33,25 @@ from typing import Any
 Release = tuple[int, int, int]
 
 
-def release(text: str) -> Release:
-    """`0.6.1.post1` -> (0, 6, 1): the release line a version belongs to."""
-    numbers = [int(n) for n in re.findall(r"\d+", text)[:3]] + [0, 0, 0]
-    return numbers[0], numbers[1], numbers[2]
+_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def release(text: object) -> Release | None:
+    """The release line a version belongs to, or None for text that is no version.
+
+    >>> release("0.16.0rc2.dev313+g662205d34"), release("0.6.1.post1"), release("unknown")
+    ((0, 16, 0), (0, 6, 1), None)
+    """
+    m = _RELEASE.match(str(text)) if text is not None else None
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
+def _known(version: str) -> Release:
+    """A release named by the shipped data, which holds only release numbers."""
+    found = release(version)
+    if found is None:
+        raise ValueError(f"not a vLLM release: {version!r}")
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +76,11 @@ class ArgumentHistory:
         return self.last == self.newest
 
     def held_by(self, version: Release) -> bool:
-        return any(release(a) <= version <= release(b) for a, b in self.spans)
+        return any(_known(a) <= version <= _known(b) for a, b in self.spans)
+
+    def added_after(self, version: Release) -> bool:
+        """Did the argument first appear in a release newer than `version`?"""
+        return version < _known(self.first)
 
     def releases_text(self) -> str:
         """`0.5.5 to 0.10.0`, or several runs joined: where the argument exists."""

@@ -5,12 +5,6 @@ events and facts — a KV-cache dtype in force that nobody asked for, a log
 that simply stops — so they live here as small functions of facts and
 signature findings, returning findings that look exactly like a
 signature's.
-
-Examples:
-    >>> version_tuple("0.16.0rc2.dev313+g662205d34")
-    (0, 16, 0)
-    >>> version_tuple("unknown") is None
-    True
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ from vlogscope.facts import Fact, Facts
 from vlogscope.findings import Evidence, Finding
 from vlogscope.signatures import Match, Role, Severity
 
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 _FP8 = re.compile(r"fp8|float8", re.IGNORECASE)
 # Exceptions printed by an orderly shutdown, not by a failure.
 _SHUTDOWN_EXCEPTIONS = re.compile(r"KeyboardInterrupt|SystemExit|CancelledError|BrokenPipeError")
@@ -56,11 +49,6 @@ def excerpt(text: str, needle: str, width: int = 160) -> str:
     start = max(0, at - width // 4)
     end = min(len(text), start + width)
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
-
-
-def version_tuple(text: object) -> tuple[int, int, int] | None:
-    m = _VERSION.match(str(text)) if text is not None else None
-    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
 
 
 def _is_fp8(value: object) -> bool:
@@ -352,10 +340,10 @@ def engine_argument_history(
         cls == "__init__"  # Python < 3.10 leaves the class out; the caller's line names it
         and any("EngineArgs" in text for text in match.event.texts)
     )
-    history = argument_history(arg, asynchronous=cls != "EngineArgs")
-    if not names_engine_args or history is None:
+    history = argument_history(arg, asynchronous=cls != "EngineArgs") if names_engine_args else None
+    if history is None:
         return list(findings)
-    judged = _judged_argument(generic, history, cls, version_tuple(facts.value("vllm_version")))
+    judged = _judged_argument(generic, history, cls, release(facts.value("vllm_version")))
     return [judged if f is generic else f for f in findings]
 
 
@@ -382,7 +370,7 @@ def _judged_argument(
             priority=84,
             confidence=0.75,
         )
-    too_old = (running is not None and running < release(history.first)) or (
+    too_old = (running is not None and history.added_after(running)) or (
         running is None and history.current
     )
     if too_old:
@@ -553,7 +541,7 @@ def kv_dtype_from_checkpoint(
     if _is_fp8(requested.value):
         return None  # fp8 was asked for: not an override
     explicit = bool(facts.value("requested_kv_cache_dtype_explicit"))
-    version = version_tuple(facts.value("vllm_version"))
+    version = release(facts.value("vllm_version"))
     unsupported = [f for f in findings if f.category == "kv-cache-dtype-unsupported"]
     consequence = ""
     if unsupported:
