@@ -1056,3 +1056,23 @@ def test_an_engine_core_that_dies_of_an_unknown_error_had_started() -> None:
         ]
     )
     assert _root(d).category == "engine-dead-runtime"
+
+
+def test_a_message_shape_seen_before_is_still_read_for_the_digits_a_signature_names() -> None:
+    """Stats lines share one shape with their digits folded; `KV cache usage: 9\\d`
+    must still fire on the first full line after many that were not."""
+    import io
+
+    stats = (
+        "INFO 08-26 17:30:{s:02d} [loggers.py:122] Engine 000: Avg prompt throughput: 1.0 "
+        "tokens/s, Avg generation throughput: 1.0 tokens/s, Running: {r} reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: {u}%, Prefix cache hit rate: 0.0%"
+    )
+    lines = [stats.format(s=s, r=8, u=f"{10 + s}.5") for s in range(20)]
+    lines.append(stats.format(s=40, r=128, u="96.2"))
+    text = "\n".join(lines) + "\n"
+    for skim_routine in (False, True):
+        d = analyze(Source.from_stream("<t>", io.BytesIO(text.encode())), skim_routine=skim_routine)
+        assert [f.id for f in d.findings] == ["preemption-kv-pressure/kv-usage-saturated"]
+        assert d.findings[0].evidence[0].line == 21
+

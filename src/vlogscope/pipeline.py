@@ -64,6 +64,7 @@ from vlogscope.signatures import (
     candidate_texts,
     is_fallback,
     load_signatures,
+    reads_digits,
 )
 from vlogscope.skim import RoutineRun, skim
 from vlogscope.skim_parallel import auto_jobs, skim_file
@@ -286,6 +287,11 @@ class RunBuilder:
         self.progress = Progress()
         self.shutdown = ShutdownRequest()
         self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
+        # Run on every one-line record: a remembered shape says nothing about them.
+        self._reading_digits = [s for s in signatures if reads_digits(s)]
+        self._digit_needles: Needles = frozenset().union(
+            *(s.needles or () for s in self._reading_digits)
+        )
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
         self._shapes: dict[tuple[str, str], tuple[Signature, ...]] = {}
@@ -334,7 +340,7 @@ class RunBuilder:
         known = self._shapes.get(shape)
         if known is None:
             found = event_matches(event, self.signatures, self.guard, self.every_needle)
-            self._shapes[shape] = tuple(m.signature for m in found)
+            self._shapes[shape] = tuple(m.signature for m in found if not reads_digits(m.signature))
             return found
         process = (event.process, event.pid)
         found = []
@@ -346,6 +352,10 @@ class RunBuilder:
                     found.append(m)
             else:  # `_keep` only counts it: no need to run the regex for captures
                 found.append(Match(sig, event, event.line, event.message, {}))
+        if self._reading_digits:
+            by_digits = event_matches(event, self._reading_digits, self.guard, self._digit_needles)
+            if by_digits:
+                return _best_matches(found + by_digits)
         return found
 
     def _keep(self, m: Match) -> None:

@@ -115,6 +115,17 @@ class Signature:
     cut_off_only: bool = False
 
 
+def reads_digits(sig: Signature) -> bool:
+    """Can this signature's verdict on a message change with the message's digits?
+
+    Long logs repeat one message shape with other numbers, and the outcome of a
+    shape is remembered with its digits folded (`RunBuilder._matches`).  That
+    holds for patterns that read numbers generically (`\\d+`), not for those
+    naming a digit: `KV cache usage: 9\\d`, `Preemptions: [1-9]`, `fp8`.
+    """
+    return sig.message is not None and any(c.isdigit() for c in sig.message.pattern)
+
+
 def is_fallback(sig: Signature) -> bool:
     """Frame/path-only signatures guess from where a traceback ran, not what it said.
 
