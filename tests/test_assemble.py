@@ -383,3 +383,26 @@ def test_a_line_that_only_looks_like_a_name_and_colon_is_no_exception() -> None:
     for text in ("Note: this is fine", "error: linker failed", "Hint: UserError: no"):
         [event] = _events(text)
         assert event.kind is EventKind.UNPARSED and not event.exceptions, text
+
+
+def test_a_traceback_cut_off_after_a_raise_statement_names_what_it_raised() -> None:
+    """The last source line shown is the `raise`: its type and the start of its message."""
+    frame = '  File "/v/vllm/v1/engine/core_client.py", line 496, in __init__'
+    [cut] = _events(
+        "Traceback (most recent call last):",
+        frame,
+        '    raise TimeoutError("Timed out waiting for engines to send"',
+    )
+    assert not cut.cut_off and cut.exceptions[-1].line == 3
+    assert cut.exception == "TimeoutError: Timed out waiting for engines to send"
+    [f_string] = _events(
+        frame, "    raise ValueError(f'Free memory on device ({free}/{total}) on startup'"
+    )
+    assert f_string.exception == "ValueError: Free memory on device ({free}/{total}) on startup"
+
+
+def test_a_raise_statement_without_a_message_leaves_the_traceback_cut_off() -> None:
+    frame = '  File "/v/vllm/v1/core/kv_cache_utils.py", line 758, in _check'
+    for last in ("    raise ValueError(", "    raise", "    return func(*args)"):
+        [cut] = _events("Traceback (most recent call last):", frame, last)
+        assert cut.cut_off and cut.exception is None, last

@@ -93,6 +93,12 @@ MAX_QUOTED_LINES = 40
 # An exception line with no traceback above it (a paste, or a record, that kept only
 # that line) counts when its type reads as one: a dotted name ending in Error or Exception.
 _ERROR_TYPE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)")
+# A traceback cut off right after its last frame still shows the statement that
+# raised: `raise TimeoutError("Timed out waiting for engines to send"` names the
+# type and how its message starts (an f-string's fields stay as written).
+_RAISE = re.compile(
+    r"raise (?P<type>[A-Za-z_][\w.]*)\(\s*(?:[rR]?[fF]?|[fF][rR])(?P<q>[\"'])(?P<message>[^\"']+)"
+)
 # `ray.exceptions.RayTaskError(TypeError): ...` wraps the real type in parentheses.
 _EXCEPTION = re.compile(
     r"(?P<type>[A-Za-z_][\w.]*)(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::(?: (?P<message>.*))?)?$"
@@ -193,6 +199,7 @@ class _Builder:
     open_exception: RaisedException | None = None
     code_expected: bool = False
     last_code: str = ""  # the source line shown under the latest frame
+    last_code_line: int = 0  # and its physical line
     ipython: RaisedException | None = None  # the type an IPython traceback's header names
     rich_width: int = 0  # inside a rich traceback: the width of its box
     rich_boxed: bool = False  # between the box's top and bottom lines
@@ -265,8 +272,8 @@ class _Builder:
             text[:1].isspace() or self.code_expected or not stripped.strip("^~")
         ):  # a source line, or the caret line under it (unindented once a prefix ate it)
             self.code_expected = False
-            if stripped.strip("^~ "):  # not the caret line under the code
-                self.last_code = self.last_code or stripped
+            if stripped.strip("^~ ") and not self.last_code:  # not the caret line under it
+                self.last_code, self.last_code_line = stripped, number
             if self.frames and not self.frames[-1].calls and (call := _CALL.search(text)):
                 self.frames[-1] = replace(self.frames[-1], calls=call[1])
         elif self.state is _TracebackState.FRAMES and stripped:
@@ -404,6 +411,15 @@ class _Builder:
 
     def build(self) -> Event:
         self._close_exception()
+        if (
+            self.frames
+            and not self.exceptions
+            and self.last_code_line
+            and (raised := _RAISE.match(self.last_code))
+        ):
+            self.exceptions.append(
+                RaisedException(raised["type"], raised["message"], self.last_code_line)
+            )
         if self.ipython is not None and not self.exceptions:
             self.exceptions.append(self.ipython)  # cut off: the header still names the type
         if self.fault is not None:
