@@ -1076,3 +1076,27 @@ def test_a_message_shape_seen_before_is_still_read_for_the_digits_a_signature_na
         assert [f.id for f in d.findings] == ["preemption-kv-pressure/kv-usage-saturated"]
         assert d.findings[0].evidence[0].line == 21
 
+
+def _weights_traceback(last: str) -> str:
+    return "\n".join(
+        [
+            "ERROR 05-14 09:10:07 [core.py:1] EngineCore failed to start.",
+            "Traceback (most recent call last):",
+            '  File "/v/vllm/model_executor/models/llama.py", line 500, in load_weights',
+            "    weight_loader(param, loaded_weight)",
+            last,
+        ]
+    )
+
+
+def test_a_guess_from_where_a_traceback_ran_says_how_the_traceback_ends() -> None:
+    """Frame-based signatures speak for cut-off tracebacks and for unknown exceptions;
+    their text must not claim the error line is missing when it is there."""
+    cut = _root(_diagnose_text(_weights_traceback("")))
+    assert cut.id == "weights-load-error/traceback-in-weight-loading"
+    assert cut.title.endswith("(the error line is not in the log)")
+    assert "the log ends before its exception line" in cut.explanation
+    raised = _root(_diagnose_text(_weights_traceback("RuntimeError: a shard went odd")))
+    assert raised.id == "weights-load-error/traceback-in-weight-loading"
+    assert raised.title.endswith("(an unrecognised RuntimeError)")
+    assert "ends in `RuntimeError: a shard went odd` (line 5)" in raised.explanation

@@ -88,3 +88,33 @@ def test_colours_in_caret_notation_are_removed() -> None:
         PhysicalLine(1, "^[[1;36m(APIServer pid=6)^[[0;0m INFO 08-22 21:36:14 [a.py:1] x")
     )
     assert line.text == "(APIServer pid=6) INFO 08-22 21:36:14 [a.py:1] x"
+
+
+@pytest.mark.parametrize(
+    ("wrapped", "inner"),
+    [
+        (
+            "FAILED tests/test_vllm_client_server.py::TestServer::test_generate - "
+            "ImportError: vLLM is not installed.",
+            "ImportError: vLLM is not installed.",
+        ),
+        (
+            "ERROR tests/v1/test_async_llm_dp.py::test_load[ray-2] - RuntimeError: "
+            "Engine core initialization failed.",
+            "RuntimeError: Engine core initialization failed.",
+        ),
+        (
+            "E       torch.OutOfMemoryError: CUDA out of memory.",
+            "torch.OutOfMemoryError: CUDA out of memory.",
+        ),
+    ],
+)
+def test_pytest_summary_and_failure_gutters_are_removed(wrapped: str, inner: str) -> None:
+    """CI logs of projects that test with vLLM show its exceptions through pytest."""
+    assert unwrap(PhysicalLine(1, wrapped)).text == inner
+
+
+def test_vllm_error_records_are_not_mistaken_for_pytest_lines() -> None:
+    record = "ERROR 05-14 09:10:07 [core.py:708] EngineCore failed to start."
+    assert unwrap(PhysicalLine(1, record)).text == record
+    assert unwrap(PhysicalLine(1, "E")).text == "E"

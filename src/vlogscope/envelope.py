@@ -57,7 +57,11 @@ _WRAPPERS = re.compile(
     # torchrun's per-rank stderr prefix and container-name prefixes: `[rank0]: `, `[vllm]: `.
     r"|\[(?:rank[0-9]+|[a-z][\w.-]*)\]: "
     # docker compose: `service-1  | `.
-    r"|[a-z0-9][\w.-]*(?:-[0-9]+)? +\| ?)+"
+    r"|[a-z0-9][\w.-]*(?:-[0-9]+)? +\| ?"
+    # pytest, as CI logs of projects that test with vLLM show it: the short summary's
+    # `FAILED tests/x.py::test_y - ` before an exception line, and the `E   ` gutter
+    # of a failure's report.
+    r"|(?:FAILED|ERROR) [\w./-]+\.py::\S+ - |E {3,}(?=\S))+"
 )
 
 # Colour codes whose ESC byte was lost in a copy-paste: ` [36m(...) [0m `.

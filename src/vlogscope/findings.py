@@ -134,6 +134,23 @@ def _fixes(
     return known or tuple(rendered)
 
 
+def _ending(match: Match) -> dict[str, str]:
+    """`{raised}` and `{ending}`: how the matched traceback ends, for signatures that
+    guess from where it ran (a frame, a path).  They speak for tracebacks cut off
+    before their exception line, and for those whose exception no signature knows."""
+    if not match.event.exceptions:
+        return {
+            "raised": "the error line is not in the log",
+            "ending": "and the log ends before its exception line",
+        }
+    exc = match.event.exceptions[-1]
+    shown = str(exc).partition("\n")[0][:200]
+    return {
+        "raised": f"an unrecognised {exc.type}",
+        "ending": f"and ends in `{shown}` (line {exc.line}), which no signature recognises",
+    }
+
+
 def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
     """One finding per signature, its evidence the distinct matched lines."""
     grouped: dict[str, list[Match]] = {}
@@ -156,7 +173,13 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
         # `{text}` stands inside a sentence: the matched line, not a multi-line exception
         # message (the evidence keeps all of it).
         text = first.text.partition("\n")[0][:300]
-        captures = {**optional, **first.captures, "line": str(first.line), "text": text}
+        captures = {
+            **optional,
+            **_ending(first),
+            **first.captures,
+            "line": str(first.line),
+            "text": text,
+        }
         captures.update(derive(captures, fact_values))
         findings.append(
             Finding(
