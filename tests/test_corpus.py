@@ -70,7 +70,7 @@ NOT_FAILURES = {"context-length-exceeded", "preemption-kv-pressure"}
 def test_held_out_logs_are_measured_and_nothing_crashes(holdout: Path) -> None:
     """The sets in bench/holdout ship with the repository, so this runs everywhere."""
     outcomes = evaluate(holdout)
-    assert len(outcomes) >= 5
+    assert outcomes, f"{holdout}/labels.tsv lists no logs"  # sets hold what a collector found
     assert [o for o in outcomes if o.error] == []
     ACCURACY_REPORT.append(f"== holdout {holdout.name} ({len(outcomes)} logs)")
     ACCURACY_REPORT.append(summarize(outcomes).table())

@@ -1100,3 +1100,23 @@ def test_a_guess_from_where_a_traceback_ran_says_how_the_traceback_ends() -> Non
     assert raised.id == "weights-load-error/traceback-in-weight-loading"
     assert raised.title.endswith("(an unrecognised RuntimeError)")
     assert "ends in `RuntimeError: a shard went odd` (line 5)" in raised.explanation
+
+
+def _kv_write_failure(notice: str) -> str:
+    return "\n".join(
+        [
+            f"INFO 06-23 13:44:32 [config.py:1559] {notice}",
+            "ERROR 06-23 13:46:28 [engine.py:165] RuntimeError: The Inner error is reported as "
+            "above. The process exits for this inner error, and the current working operator "
+            "name is ReshapeCacheOperation.",
+        ]
+    )
+
+
+def test_the_kv_cache_write_op_failing_with_an_fp8_cache_is_the_kv_dtype() -> None:
+    fp8 = _kv_write_failure("Using fp8 data type to store kv cache. It reduces the GPU memory.")
+    root = _root(_diagnose_text(fp8))
+    assert root.id == "kv-cache-dtype-unsupported/kv-cache-write-failed"
+    assert "ReshapeCacheOperation" in root.title and "(fp8, line 1)" in root.explanation
+    plain = _diagnose_text(_kv_write_failure("Chunked prefill is enabled."))
+    assert all(f.category != "kv-cache-dtype-unsupported" for f in plain.findings)

@@ -41,6 +41,7 @@ from vlogscope.rules import (
     ends_in_shutdown,
     engine_argument_history,
     engine_died_silently,
+    fp8_kv_cache_write,
     fp8_kv_kernel_build,
     interrupted_startup,
     is_residue_candidate,
@@ -392,6 +393,7 @@ class RunBuilder:
         )
         for rule_finding in (
             fp8_kv_kernel_build(self.matches, facts),
+            fp8_kv_cache_write([m.event for m in self.matches] + self.unexplained, facts),
             blocks_below_max_len(facts, findings),
         ):
             if rule_finding is not None:

@@ -459,6 +459,62 @@ def fp8_kv_kernel_build(matches: Sequence[Match], facts: Facts) -> Finding | Non
     return None
 
 
+# The op that writes new keys and values into the paged KV cache, by platform:
+# `reshape_and_cache(_flash)` (CUDA/ROCm), `ReshapeAndCacheOperation` / `ReshapeCacheOperation`
+# (Ascend's ATB and aclnn ops), `_npu_reshape_and_cache`.
+_KV_CACHE_WRITE = re.compile(r"(?P<op>\w*(?:[Rr]eshape_?[Aa]nd_?[Cc]ache|ReshapeCache)\w*)")
+_FAILURE = re.compile(r"fail|error|not support|unsupported", re.IGNORECASE)
+
+
+def fp8_kv_cache_write(events: Sequence[Event], facts: Facts) -> Finding | None:
+    """The KV-cache write op failed while an fp8 KV cache was in force.
+
+    That op is where the cache's dtype meets the device: it quantises every new
+    key and value into the cache.  Kernels for it exist per dtype and platform,
+    and a platform without the fp8 variant fails there on the first request or
+    the profiling run, with a message about the op rather than the dtype.
+    """
+    stated = next(
+        (
+            fact
+            for name in ("kv_cache_dtype", "kv_cache_dtype_notice", "requested_kv_cache_dtype")
+            if (fact := facts.get(name)) is not None and _is_fp8(fact.value)
+        ),
+        None,
+    )
+    if stated is None:
+        return None
+    for event in events:
+        texts = [str(exc) for exc in event.exceptions] + list(event.texts)
+        for text in texts:
+            op = _KV_CACHE_WRITE.search(text)
+            if op is None or not _FAILURE.search(text):
+                continue
+            return Finding(
+                id="kv-cache-dtype-unsupported/kv-cache-write-failed",
+                category="kv-cache-dtype-unsupported",
+                severity=Severity.ERROR,
+                title=f"Writing the fp8 KV cache failed in {op['op']}",
+                explanation=(
+                    f"`{excerpt(text, op['op'])}` (line {event.line}): {op['op']} is the op that "
+                    "stores each new key and value in the KV cache, converting them to the "
+                    f"cache's dtype, and the KV cache is fp8 here ({stated.value}, line "
+                    f"{stated.line}). Platforms and kernels that lack the fp8 variant of this op "
+                    "fail at this point, on the profiling run or the first request."
+                ),
+                fix=(
+                    "Serve with `--kv-cache-dtype auto` (the model's own dtype) on this device.",
+                    "If fp8 KV is needed, check that this platform's release (vLLM plugin, "
+                    "CANN/ROCm/CUDA build) lists fp8 KV caches for the attention backend in use.",
+                ),
+                evidence=(Evidence(event.line, text.partition("\n")[0], event.process),),
+                confidence=0.65,
+                priority=81,
+                processes=(event.process,) if event.process else (),
+            )
+    return None
+
+
 # V0's default KV-cache block size on CUDA, ROCm, CPU and XPU (HPU and Neuron differ).
 DEFAULT_BLOCK_SIZE = 16
 _OTHER_BLOCK_SIZES = re.compile(r"hpu|neuron|tpu", re.IGNORECASE)
