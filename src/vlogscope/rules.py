@@ -484,7 +484,7 @@ def fp8_kv_cache_write(events: Sequence[Event], facts: Facts) -> Finding | None:
     )
     if stated is None:
         return None
-    for event in events:
+    for event in sorted(events, key=lambda e: e.line):
         texts = [str(exc) for exc in event.exceptions] + list(event.texts)
         for text in texts:
             op = _KV_CACHE_WRITE.search(text)
