@@ -235,3 +235,33 @@ def test_a_placeholder_the_log_does_not_fill_reads_its_fallback_or_unknown() -> 
     facts = {"gpu_memory_utilization": 0.85, "vllm_version": "0.11.0"}
     assert render(template, {}, facts) == "util 0.85, version 0.11.0"
     assert render("{x|fallback}", {"x": "captured"}, {}) == "captured"
+
+
+@pytest.mark.parametrize(
+    ("regex", "seen_before", "then"),
+    [
+        ("widget 7 broke", "widget 3 broke", "widget 7 broke"),  # the needle holds a digit
+        ("widget [7-9] broke", "widget 3 broke", "widget 8 broke"),  # the needle does not
+    ],
+)
+def test_a_user_pattern_naming_a_digit_is_read_on_every_record(
+    tmp_path: Path, regex: str, seen_before: str, then: str
+) -> None:
+    """Records repeat one shape with other numbers; one that matches must not be skipped
+    because a record of its shape with other digits did not."""
+    import io
+
+    from vlogscope.pipeline import analyze
+    from vlogscope.source import Source
+
+    _write(tmp_path / "site", "w.toml", USER_SIG.format(id="other/widget", title="w", regex=regex))
+    header = "WARNING 05-14 09:10:0{} [w.py:1] "
+    text = "".join(header.format(i) + seen_before + "\n" for i in range(3))
+    text += header.format(5) + then + "\n"
+    sigs = load_signatures([tmp_path / "site"])
+    for skim_routine in (False, True):
+        d = analyze(
+            Source.from_stream("<t>", io.BytesIO(text.encode())), sigs, skim_routine=skim_routine
+        )
+        widget = [f for f in d.findings if f.id == "other/widget"]
+        assert [e.line for f in widget for e in f.evidence] == [4]

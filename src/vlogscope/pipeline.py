@@ -288,14 +288,22 @@ class RunBuilder:
         self.progress = Progress()
         self.shutdown = ShutdownRequest()
         self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
-        # Run on every one-line record: a remembered shape says nothing about them.
+        # Run on every one-line record that holds one of their needles (or on every one,
+        # if one of them has none): a remembered shape says nothing about them.
         self._reading_digits = [s for s in signatures if reads_digits(s)]
         self._digit_needles: Needles = frozenset().union(
             *(s.needles or () for s in self._reading_digits)
         )
+        self._digits_always = any(s.needles is None for s in self._reading_digits)
+        # A needle without digits is in a message exactly when it is in the message's
+        # shape (folding changes digits only), so its presence is remembered per shape;
+        # the few needles with digits are looked for in every message.
+        self._numeric_needles = [n for n in self._digit_needles if any(map(str.isdigit, n))]
+        self._plain_needles = [n for n in self._digit_needles if n not in self._numeric_needles]
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
-        self._shapes: dict[tuple[str, str], tuple[Signature, ...]] = {}
+        # message shape -> (signatures it matched, holds a digit-free needle of _reading_digits)
+        self._shapes: dict[tuple[str, str], tuple[tuple[Signature, ...], bool]] = {}
         self.unexplained: list[Event] = []
         self.first_event: Event | None = None
         self.last_event: Event | None = None
@@ -338,11 +346,15 @@ class RunBuilder:
         ):
             return event_matches(event, self.signatures, self.guard, self.every_needle)
         shape = (event.level or str(event.kind), _DIGITS.sub("0", event.message))
-        known = self._shapes.get(shape)
-        if known is None:
+        remembered = self._shapes.get(shape)
+        if remembered is None:
             found = event_matches(event, self.signatures, self.guard, self.every_needle)
-            self._shapes[shape] = tuple(m.signature for m in found if not reads_digits(m.signature))
+            self._shapes[shape] = (
+                tuple(m.signature for m in found if not reads_digits(m.signature)),
+                any(n in event.message for n in self._plain_needles),
+            )
             return found
+        known, plain_needle = remembered
         process = (event.process, event.pid)
         found = []
         for sig in known:
@@ -353,7 +365,11 @@ class RunBuilder:
                     found.append(m)
             else:  # `_keep` only counts it: no need to run the regex for captures
                 found.append(Match(sig, event, event.line, event.message, {}))
-        if self._reading_digits:
+        if self._reading_digits and (
+            plain_needle
+            or self._digits_always
+            or any(n in event.message for n in self._numeric_needles)
+        ):
             by_digits = event_matches(event, self._reading_digits, self.guard, self._digit_needles)
             if by_digits:
                 return _best_matches(found + by_digits)
