@@ -1120,3 +1120,30 @@ def test_the_kv_cache_write_op_failing_with_an_fp8_cache_is_the_kv_dtype() -> No
     assert "ReshapeCacheOperation" in root.title and "(fp8, line 1)" in root.explanation
     plain = _diagnose_text(_kv_write_failure("Chunked prefill is enabled."))
     assert all(f.category != "kv-cache-dtype-unsupported" for f in plain.findings)
+
+
+_V0_OFFLINE = [
+    "INFO 06-12 13:25:40 llm_engine.py:161] Initializing an LLM engine (v0.5.0) with config: "
+    "model='Qwen/Qwen2-7B', dtype=torch.float16",
+    "INFO 06-12 13:26:19 gpu_executor.py:83] # GPU blocks: 29985, # CPU blocks: 9362",
+    "INFO 06-12 13:26:23 model_runner.py:878] Capturing the model for CUDA graphs.",
+    "INFO 06-12 13:26:34 model_runner.py:954] Graph capturing finished in 11 secs.",
+]
+
+
+def test_a_v0_offline_engine_is_ready_once_graph_capture_finished() -> None:
+    """V0 up to 0.6 prints nothing after capture; an `LLM(...)` run is then up."""
+    d = _diagnose_text("\n".join(_V0_OFFLINE))
+    assert d.verdict is Verdict.HEALTHY and not d.findings
+    assert d.facts.value("startup_complete") is True
+
+
+def test_a_v0_server_that_stops_after_graph_capture_has_not_started() -> None:
+    """A server goes on to start its API: stopping here is still mid-start-up."""
+    server = ["INFO 06-12 13:25:30 api_server.py:177] vLLM API server version 0.5.0", *_V0_OFFLINE]
+    root = _root(_diagnose_text("\n".join(server)))
+    assert root.category == "engine-died-silently"
+    v1 = "\n".join(_V0_OFFLINE).replace(
+        "Initializing an LLM engine", "Initializing a V1 LLM engine"
+    )
+    assert _root(_diagnose_text(v1)).category == "engine-died-silently"

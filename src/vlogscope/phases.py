@@ -115,6 +115,11 @@ PHASES = (
 SERVING_PHASE = "serving"
 READY_INDEX = next(i for i, p in enumerate(PHASES) if p.name == "engine ready")
 SHUTDOWN_INDEX = len(PHASES) - 1
+# V0 engines up to 0.6 print nothing after CUDA-graph capture: it ends their start-up. In
+# an offline run (`LLM(...)`, no API server's arguments logged) the engine is then ready;
+# a server would go on to start its API.
+_V0_ENGINE = re.compile(r"Initializing an? (?:V0 )?LLM engine")
+_V0_CAPTURE_DONE = re.compile(r"Graph capturing finished")
 
 
 class PhaseTracker:
@@ -128,6 +133,7 @@ class PhaseTracker:
         self._furthest = -1
         self._line = 0
         self._shutdown_line: int | None = None
+        self._v0 = self._server = False
 
     def observe(self, event: Event) -> None:
         if event.kind is EventKind.TRACEBACK:
@@ -137,6 +143,16 @@ class PhaseTracker:
             self._shutdown_line = event.line
             return
         is_record = event.kind is EventKind.RECORD
+        self._server = self._server or (is_record and PHASES[0].marker.search(text) is not None)
+        self._v0 = self._v0 or _V0_ENGINE.search(text) is not None
+        if (
+            self._v0
+            and not self._server
+            and self._furthest < READY_INDEX
+            and _V0_CAPTURE_DONE.search(text)
+        ):
+            self._furthest, self._line = READY_INDEX, event.line
+            return
         for index in range(SHUTDOWN_INDEX - 1, self._furthest, -1):
             phase = PHASES[index]
             if (is_record or not phase.records_only) and phase.marker.search(text):
