@@ -75,7 +75,12 @@ def main() -> int:
     if not GENLOG.exists():
         print(f"missing {GENLOG}", file=sys.stderr)
         return 2
-    vlogscope = shutil.which("vlogscope") or "vlogscope"
+    # The command installed beside this interpreter (a venv need not be activated).
+    beside = Path(sys.executable).with_name("vlogscope")
+    vlogscope = str(beside) if beside.exists() else shutil.which("vlogscope")
+    if vlogscope is None:
+        print("vlogscope is not installed for this Python (pip install -e .)", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     small = generate(args.lines, args.out)
     size_mb = small.stat().st_size / 2**20
