@@ -74,3 +74,26 @@ def test_truncated_gzip_is_an_input_error(tmp_path: Path) -> None:
     [source] = open_sources([str(path)])
     with pytest.raises(InputError, match="cannot read"):
         _texts(source)
+
+
+def test_a_prefixed_progress_bar_keeps_its_prefix_and_stays_one_line() -> None:
+    """Ray prints the process prefix, then the child's line with its `\\r` redraws."""
+    bars = (
+        b"\x1b[36m(TaskRunner pid=38606)\x1b[0m \rGenerating train split: 0 examples [00:00, ? "
+        b"examples/s]\rGenerating train split: 72123 examples [00:00, 1556211.80 examples/s]\n"
+        b"(WorkerDict pid=39285) \rCapturing CUDA graphs:   0%|     | 0/67 [00:00<?, ?it/s]\n"
+    )
+    assert _texts(Source.from_stream("x", io.BytesIO(bars))) == [
+        "\x1b[36m(TaskRunner pid=38606)\x1b[0m Generating train split: 72123 examples "
+        "[00:00, 1556211.80 examples/s]",
+        "(WorkerDict pid=39285) Capturing CUDA graphs:   0%|     | 0/67 [00:00<?, ?it/s]",
+    ]
+
+
+def test_cr_only_line_ends_still_split_into_lines() -> None:
+    data = b"first line\rsecond line\rthird line\n"
+    assert _texts(Source.from_stream("x", io.BytesIO(data))) == [
+        "first line",
+        "second line",
+        "third line",
+    ]

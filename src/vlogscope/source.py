@@ -26,6 +26,7 @@ import gzip
 import io
 import lzma
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -68,10 +69,19 @@ class PhysicalLine:
     text: str
 
 
+# tqdm's time field closes every bar, whatever its unit: `[00:00<?, ?it/s]`,
+# `[00:01, 1556211.80 examples/s]`.
+_TQDM_TIME = re.compile(r"\[\d+:\d\d(?::\d\d)?[<,\]]")
+# Ray (and other launchers) print a process prefix, then the child's `\r`-laden line.
+_PREFIX_ONLY = re.compile(r"(?:\x1b\[[0-9;]*m)*\([^()\r\n]{1,120}\)(?:\x1b\[[0-9;]*m)* ?")
+
+
 def _is_redraw(states: list[str]) -> bool:
     """tqdm redraws one bar; other `\\r`-separated text is old-Mac (CR-only) line ends."""
-    return len({s[:12] for s in states}) == 1 or any(
-        mark in s for s in states for mark in ("%|", "it/s]", "s/it]", "% Completed")
+    return (
+        len({s[:12] for s in states}) == 1
+        or any(mark in s for s in states for mark in ("%|", "it/s]", "s/it]", "% Completed"))
+        or any(_TQDM_TIME.search(s) for s in states)
     )
 
 
@@ -89,7 +99,12 @@ def split_line(raw: bytes) -> list[str]:
     states = [state for state in text.split("\r") if state]
     if not states:
         return [""]
-    return [states[-1]] if _is_redraw(states) else states
+    prefix = ""
+    if len(states) > 1 and _PREFIX_ONLY.fullmatch(states[0]):
+        prefix, states = states[0], states[1:]  # the prefix belongs to what follows it
+    if _is_redraw(states):
+        return [prefix + states[-1]]
+    return [prefix + states[0], *states[1:]]
 
 
 def _read_lines(stream: BinaryIO) -> Iterator[bytes]:
