@@ -406,3 +406,30 @@ def test_a_raise_statement_without_a_message_leaves_the_traceback_cut_off() -> N
     for last in ("    raise ValueError(", "    raise", "    return func(*args)"):
         [cut] = _events("Traceback (most recent call last):", frame, last)
         assert cut.cut_off and cut.exception is None, last
+
+
+def test_an_ipython_frame_in_a_function_defined_in_a_cell_is_a_frame() -> None:
+    """IPython 8 names the function for cell frames: `Cell In[1], line 21, in run(n)`;
+    a blank source line in the context is just its number."""
+    [_, event] = _events(
+        "---------------------------------------------------------------------------",
+        "KeyboardInterrupt                         Traceback (most recent call last)",
+        "Cell In[1], line 76",
+        "---> 76 res = run_vllm(batch_size)",
+        "",
+        "Cell In[1], line 21, in run_vllm(batch_size)",
+        "     20     from vllm import LLM",
+        "     21",
+        "---> 21     llm = LLM(",
+        "",
+        "File ~/venv/lib/python3.10/site-packages/vllm/entrypoints/llm.py:144, in LLM.__init__(self)",
+        "--> 144 self.llm_engine = LLMEngine.from_engine_args(engine_args)",
+        "",
+        "KeyboardInterrupt: ",
+    )
+    assert [(f.function, f.line) for f in event.frames] == [
+        ("<module>", 76),
+        ("run_vllm", 21),
+        ("__init__", 144),
+    ]
+    assert event.exceptions[-1].type == "KeyboardInterrupt"

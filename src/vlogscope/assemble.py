@@ -52,15 +52,18 @@ _CHAIN_MARKERS = (
 )
 _PROCESS_BANNER = re.compile(r"Process [\w\-]+:$")
 # IPython/Jupyter print tracebacks their own way: the type heads them, frames read
-# `File ~/x.py:123, in f(args)` (or `Cell In[13], line 43`; IPython 7:
+# `File ~/x.py:123, in f(args)` (or `Cell In[13], line 43`, `Cell In[1], line 21, in f(x)` for a
+# function defined in a cell; IPython 7:
 # `~/x.py in f(args)`), and code lines carry their line numbers, `-->` at the one running.
 _IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*) +Traceback \(most recent call last\)")
 _IPYTHON_FRAME = re.compile(
     r"File (?P<file>.+?):(?P<line>[0-9]+), in (?P<func>[\w.<>]+)(?:\(.*)?"
-    r"|Cell In ?\[[0-9]*\], line (?P<cell_line>[0-9]+)"
+    r"|Cell In ?\[[0-9]*\], line (?P<cell_line>[0-9]+)(?:, in (?P<cell_func>[\w.<>]+)(?:\(.*)?)?"
     r"|(?P<file7>\S+\.py|<ipython-input-[\w-]+>) in (?P<func7>[\w.<>]+)(?:\(.*)?"
 )
-_IPYTHON_CODE = re.compile(r"(?P<arrow>-*>)? *[0-9]+ (?P<code>.*)|\(\.\.\.\)")
+_IPYTHON_CODE = re.compile(
+    r"(?P<arrow>-*>)? *[0-9]+(?: (?P<code>.*))?|\(\.\.\.\)"
+)  # a blank line: no code
 # rich's pretty tracebacks (`rich.traceback.install()`, typer apps) draw a box:
 # frames read `path/file.py:123 in func`, wrapped over several box lines when the
 # console is narrow; the code line running carries `❱`; the exception follows the
@@ -346,7 +349,8 @@ class _Builder:
             return
         if frame := _IPYTHON_FRAME.fullmatch(stripped):
             file = frame["file"] or frame["file7"] or "<cell>"
-            function = (frame["func"] or frame["func7"] or "<module>").rsplit(".", 1)[-1]
+            name = frame["func"] or frame["func7"] or frame["cell_func"] or "<module>"
+            function = name.rsplit(".", 1)[-1]
             line = int(frame["line"] or frame["cell_line"] or 0)
             self.frames.append(Frame(file, line, function))
             self.last_code = ""
