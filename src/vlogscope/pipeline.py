@@ -298,8 +298,8 @@ class RunBuilder:
         # A needle without digits is in a message exactly when it is in the message's
         # shape (folding changes digits only), so its presence is remembered per shape;
         # the few needles with digits are looked for in every message.
-        self._numeric_needles = [n for n in self._digit_needles if any(map(str.isdigit, n))]
-        self._plain_needles = [n for n in self._digit_needles if n not in self._numeric_needles]
+        self._numeric_needles = {n for n in self._digit_needles if any(map(str.isdigit, n))}
+        self._plain_needles = self._digit_needles - self._numeric_needles
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
         # message shape -> (signatures it matched, holds a digit-free needle of _reading_digits)

@@ -17,7 +17,7 @@ from vlogscope.assemble import Event, EventKind
 from vlogscope.engine_args import ArgumentHistory, argument_history, release
 from vlogscope.facts import Fact, Facts
 from vlogscope.findings import Evidence, Finding
-from vlogscope.signatures import Match, Role, Severity
+from vlogscope.signatures import Match, Role, Severity, candidate_texts
 
 _FP8 = re.compile(r"fp8|float8", re.IGNORECASE)
 # Exceptions printed by an orderly shutdown, not by a failure.
@@ -485,8 +485,7 @@ def fp8_kv_cache_write(events: Sequence[Event], facts: Facts) -> Finding | None:
     if stated is None:
         return None
     for event in sorted(events, key=lambda e: e.line):
-        texts = [str(exc) for exc in event.exceptions] + list(event.texts)
-        for text in texts:
+        for line, text in candidate_texts(event):
             op = _KV_CACHE_WRITE.search(text)
             if op is None or not _FAILURE.search(text):
                 continue
@@ -496,7 +495,7 @@ def fp8_kv_cache_write(events: Sequence[Event], facts: Facts) -> Finding | None:
                 severity=Severity.ERROR,
                 title=f"Writing the fp8 KV cache failed in {op['op']}",
                 explanation=(
-                    f"`{excerpt(text, op['op'])}` (line {event.line}): {op['op']} is the op that "
+                    f"`{excerpt(text, op['op'])}` (line {line}): {op['op']} is the op that "
                     "stores each new key and value in the KV cache, converting them to the "
                     f"cache's dtype, and the KV cache is fp8 here ({stated.value}, line "
                     f"{stated.line}). Platforms and kernels that lack the fp8 variant of this op "
@@ -507,7 +506,7 @@ def fp8_kv_cache_write(events: Sequence[Event], facts: Facts) -> Finding | None:
                     "If fp8 KV is needed, check that this platform's release (vLLM plugin, "
                     "CANN/ROCm/CUDA build) lists fp8 KV caches for the attention backend in use.",
                 ),
-                evidence=(Evidence(event.line, text.partition("\n")[0], event.process),),
+                evidence=(Evidence(line, text.partition("\n")[0], event.process),),
                 confidence=0.65,
                 priority=81,
                 processes=(event.process,) if event.process else (),

@@ -69,20 +69,17 @@ class PhysicalLine:
     text: str
 
 
-# tqdm's time field closes every bar, whatever its unit: `[00:00<?, ?it/s]`,
-# `[00:01, 1556211.80 examples/s]`.
-_TQDM_TIME = re.compile(r"\[\d+:\d\d(?::\d\d)?[<,\]]")
+# What marks a progress bar's state: tqdm's bar (`%|`), its rate and its time field, which
+# closes every bar whatever its unit (`[00:00<?, ?it/s]`, `[00:01, 1556211.80 examples/s]`),
+# and vLLM's own `% Completed` shard counter.
+_BAR_STATE = re.compile(r"%\||it/s\]|s/it\]|% Completed|\[\d+:\d\d(?::\d\d)?[<,\]]")
 # Ray (and other launchers) print a process prefix, then the child's `\r`-laden line.
 _PREFIX_ONLY = re.compile(r"(?:\x1b\[[0-9;]*m)*\([^()\r\n]{1,120}\)(?:\x1b\[[0-9;]*m)* ?")
 
 
 def _is_redraw(states: list[str]) -> bool:
     """tqdm redraws one bar; other `\\r`-separated text is old-Mac (CR-only) line ends."""
-    return (
-        len({s[:12] for s in states}) == 1
-        or any(mark in s for s in states for mark in ("%|", "it/s]", "s/it]", "% Completed"))
-        or any(_TQDM_TIME.search(s) for s in states)
-    )
+    return len({s[:12] for s in states}) == 1 or any(_BAR_STATE.search(s) for s in states)
 
 
 def split_line(raw: bytes) -> list[str]:
