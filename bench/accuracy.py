@@ -7,6 +7,7 @@ Usage: python bench/accuracy.py [CORPUS_DIR ...]
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -16,10 +17,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str]) -> int:
-    dirs = [Path(a) for a in argv] or [
+    parser = argparse.ArgumentParser(
+        description="Top-1 accuracy of the root cause per category over labelled log folders."
+    )
+    parser.add_argument(
+        "corpus",
+        nargs="*",
+        type=Path,
+        help="a folder with logs and a labels.tsv (default: ../shared/corpus* and bench/holdout/*)",
+    )
+    args = parser.parse_args(argv)
+    dirs = args.corpus or [
         *sorted((ROOT.parent / "shared").glob("corpus*")),
         *sorted(p.parent for p in (ROOT / "bench" / "holdout").glob("*/labels.tsv")),
     ]
+    for corpus in dirs:
+        if not (corpus / "labels.tsv").is_file():
+            parser.error(f"{corpus}: no labels.tsv in this folder")
     for corpus in dirs:
         outcomes = evaluate(corpus)
         print(f"== {corpus}")

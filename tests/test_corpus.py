@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from support import ACCURACY_REPORT, CORPORA, HOLDOUT
+from support import ACCURACY_REPORT, CORPORA, HOLDOUT, ROOT
 from vlogscope.evaluate import evaluate, summarize
 from vlogscope.findings import Finding
 from vlogscope.signatures import load_signatures
@@ -136,3 +138,23 @@ def test_held_out_logs_read_into_frames_and_fill_every_placeholder(holdout: Path
             assert frame is not None
         for f in log.diagnosis.findings:
             assert _unfilled(f) == [], (path.name, f.id)
+
+
+def test_accuracy_script_prints_a_table_and_rejects_a_folder_without_labels(tmp_path: Path) -> None:
+    """`bench/accuracy.py` is how the note's figures are made: it runs on a set, and a
+    folder without labels is a one-line error with exit code 2, not a traceback."""
+    script = ROOT / "bench" / "accuracy.py"
+    small = min(HOLDOUT, key=lambda d: len((d / "labels.tsv").read_text(encoding="utf-8")))
+    done = subprocess.run(
+        [sys.executable, str(script), str(small)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    rows = sum(1 for _ in (small / "labels.tsv").open(encoding="utf-8")) - 1
+    assert f"-- all confidence ({rows} logs)" in done.stdout
+    assert "OVERALL" in done.stdout
+    bad = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr
+    assert bad.stderr.strip().splitlines()[-1].endswith("no labels.tsv in this folder")
