@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from support import fixture
@@ -181,8 +183,6 @@ def test_error_finding_without_vllm_headers_is_still_a_failure() -> None:
 
 
 def _diagnose_text(text: str) -> Diagnosis:
-    import io
-
     return analyze(Source.from_stream("<t>", io.BytesIO(text.encode())))
 
 
@@ -1147,3 +1147,25 @@ def test_a_v0_server_that_stops_after_graph_capture_has_not_started() -> None:
         "Initializing an LLM engine", "Initializing a V1 LLM engine"
     )
     assert _root(_diagnose_text(v1)).category == "engine-died-silently"
+
+
+_NO_PLATFORM = (
+    "INFO 04-08 14:01:28 [__init__.py:220] No platform detected, vLLM is running on "
+    "UnspecifiedPlatform"
+)
+
+
+def test_a_platform_plugin_activated_after_no_platform_was_detected_is_no_failure() -> None:
+    """Out-of-tree platforms (Kunlun, Ascend plugins) are looked for after vLLM's own."""
+    plugin = "INFO 04-08 14:01:31 [__init__.py:207] Platform plugin kunlun is activated"
+    text = f"{_NO_PLATFORM}\n{plugin}\n"
+    for skim in (False, True):  # skimmed, the plugin line must not pass for routine
+        d = analyze(Source.from_stream("<t>", io.BytesIO(text.encode())), skim_routine=skim)
+        platform = d.facts.get("platform")
+        assert platform is not None and (platform.value, platform.line) == ("kunlun", 2)
+        assert not d.findings and d.verdict is not Verdict.FAILED
+    alone = _diagnose_text(_NO_PLATFORM + "\n")
+    assert alone.facts.value("platform") == "unspecified"
+    assert _root(alone).id == "platform-unsupported/unspecified-platform"
+    detected = "INFO 04-08 14:01:28 [__init__.py:39] Automatically detected platform cuda."
+    assert _diagnose_text(detected + "\n").facts.value("platform") == "cuda"

@@ -291,6 +291,31 @@ def _numbers(message: str, emit: _Sink) -> None:
             emit(name, value, needle)
 
 
+# The platform vLLM runs on: detected (`Automatically detected platform cuda.`), taken
+# over by an out-of-tree plugin (`Platform plugin ascend is activated`), or none.
+_PLATFORM = re.compile(
+    r"Automatically detected platform (?P<detected>\w+)"
+    r"|Platform plugin (?P<plugin>[\w.-]+) is activated"
+    r"|No platform detected, vLLM is running on (?P<none>UnspecifiedPlatform)"
+)
+
+
+def _platform(message: str, emit: _Sink) -> None:
+    """The platform, as `cuda`, `rocm`, `ascend`, ... or `unspecified`.
+
+    A plugin platform is activated after vLLM's own detection, which may have
+    found nothing: the last line says what the run ended up on."""
+    if "latform" not in message:
+        return
+    m = _PLATFORM.search(message)
+    if m is None:
+        return
+    if m["none"]:
+        emit("platform", "unspecified", "platform detection")
+    else:
+        emit("platform", m["detected"] or m["plugin"], "platform detection")
+
+
 # A wrapper (supervisor, GPUStack, a launch script) that prints the command it runs.
 _COMMAND_LINE = re.compile(
     # `vllm serve`, `/venv/bin/vllm serve`, `Run vllm with arguments: serve` (GPUStack)
@@ -319,6 +344,7 @@ _EXTRACTORS = (
     _attention_selector,
     _attention_backend,
     _numbers,
+    _platform,
     _command_line,
 )
 

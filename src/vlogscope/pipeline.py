@@ -46,6 +46,7 @@ from vlogscope.rules import (
     interrupted_startup,
     is_residue_candidate,
     kv_dtype_from_checkpoint,
+    platform_found_later,
     recovered_stalls,
     self_explained,
     stalled_with_warnings,
@@ -398,8 +399,11 @@ class RunBuilder:
         findings = stopped_on_request(
             recovered_stalls(
                 survived_errors(
-                    engine_argument_history(
-                        from_matches(self_explained(self.matches), facts), self.matches, facts
+                    platform_found_later(
+                        engine_argument_history(
+                            from_matches(self_explained(self.matches), facts), self.matches, facts
+                        ),
+                        facts,
                     ),
                     self.progress,
                 ),

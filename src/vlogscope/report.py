@@ -42,6 +42,7 @@ MAX_UNEXPLAINED_SHOWN = 10
 SHOWN_FACTS = (
     "vllm_version",
     "engine",
+    "platform",
     "model",
     "architecture",
     "quantization",

@@ -261,6 +261,24 @@ def stopped_on_request(findings: Sequence[Finding], requested_line: int | None) 
     ]
 
 
+def platform_found_later(findings: Sequence[Finding], facts: Facts) -> list[Finding]:
+    """Findings without the "No platform detected" that a platform plugin then answered.
+
+    vLLM looks for its own platforms before the out-of-tree ones (Kunlun, some
+    Ascend and Gaudi releases), so a plugin platform's log can say
+    "UnspecifiedPlatform" just before "Platform plugin X is activated": that
+    is how such a run starts, not a failure, so nothing is left to report.
+    """
+    platform = facts.get("platform")
+    if platform is None or platform.value == "unspecified":
+        return list(findings)
+    return [
+        f
+        for f in findings
+        if f.id != "platform-unsupported/unspecified-platform" or f.line > platform.line
+    ]
+
+
 def _demoted(f: Finding, note: str, why: str) -> Finding:
     """A finding the run's own later lines show to be no failure, kept as information."""
     return dataclasses.replace(
