@@ -433,3 +433,28 @@ def test_an_ipython_frame_in_a_function_defined_in_a_cell_is_a_frame() -> None:
         ("__init__", 144),
     ]
     assert event.exceptions[-1].type == "KeyboardInterrupt"
+
+
+def test_an_ipython_code_line_after_skipped_lines_is_code_not_the_exception() -> None:
+    """IPython 8.x prints `(...)` before the first line shown after skipped ones."""
+    [_, event] = _events(
+        "---------------------------------------------------------------------------",
+        "OutOfResources                            Traceback (most recent call last)",
+        "Cell In[21], line 13",
+        "      1 trainer = GRPOTrainer(",
+        "   (...)     11     train_dataset=dataset,",
+        "     12 )",
+        "---> 13 trainer.train()",
+        "",
+        "File ~/venv/lib/python3.12/site-packages/triton/compiler/compiler.py:483, in "
+        "CompiledKernel._init_handles(self)",
+        '--> 483     raise OutOfResources(self.metadata.shared, max_shared, "shared memory")',
+        "",
+        "OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536.",
+    )
+    assert [(f.function, f.line) for f in event.frames] == [
+        ("<module>", 13),
+        ("_init_handles", 483),
+    ]
+    [exc] = event.exceptions
+    assert exc.type == "OutOfResources" and exc.message.startswith("out of resource: shared")

@@ -634,8 +634,8 @@ def test_a_start_up_that_ends_in_keyboardinterrupt_was_interrupted() -> None:
         )
     )
     root = _root(d)
-    assert root.id == "engine-died-silently/startup-interrupted"
-    assert root.title == "Start-up was interrupted (KeyboardInterrupt) during weight loading"
+    assert root.id == "other/startup-stopped-by-user"  # a bare KeyboardInterrupt: SIGINT
+    assert root.title == "Start-up was stopped with Ctrl-C (SIGINT) during weight loading"
 
 
 def test_a_start_up_that_stops_after_stall_warnings_hung() -> None:
@@ -678,9 +678,18 @@ def test_a_start_up_stopped_while_blocked_on_the_network_was_stuck() -> None:
     assert root.title == "Start-up was stuck waiting on the network and was stopped"
 
 
-def test_a_start_up_stopped_elsewhere_was_interrupted() -> None:
+def test_a_start_up_stopped_while_waiting_on_a_subprocess_was_stuck() -> None:
+    """vLLM inspects the model class in a subprocess; a start-up stopped there waited."""
     root = _root(_interrupted_in("/usr/lib/python3.10/subprocess.py"))
+    assert root.id == "startup-hang/stopped-while-waiting"
+    assert root.title == "Start-up was stuck waiting on a subprocess and was stopped"
+
+
+def test_a_start_up_stopped_by_sigterm_elsewhere_was_killed() -> None:
+    """vLLM's server turns SIGTERM into `KeyboardInterrupt: terminated`: a supervisor."""
+    root = _root(_interrupted_in("/venv/vllm/model_executor/model_loader/weight_utils.py"))
     assert root.id == "engine-died-silently/startup-interrupted"
+    assert root.title == "Start-up was interrupted (KeyboardInterrupt) during engine configuration"
 
 
 def _worker_error_then_engine_death(head: list[str], fatal_record: bool = True) -> Diagnosis:

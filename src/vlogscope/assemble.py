@@ -61,8 +61,10 @@ _IPYTHON_FRAME = re.compile(
     r"|Cell In ?\[[0-9]*\], line (?P<cell_line>[0-9]+)(?:, in (?P<cell_func>[\w.<>]+)(?:\(.*)?)?"
     r"|(?P<file7>\S+\.py|<ipython-input-[\w-]+>) in (?P<func7>[\w.<>]+)(?:\(.*)?"
 )
-# A code line is its number, the code (none for a blank line), or `(...)` for lines left out.
-_IPYTHON_CODE = re.compile(r"(?P<arrow>-*>)? *[0-9]+(?: (?P<code>.*))?|\(\.\.\.\)")
+# A code line is its number, the code (none for a blank line), or `(...)` for lines left out;
+# `-->` marks the line running, and IPython 8.x puts `(...)` before the first line shown
+# after a run of skipped ones.
+_IPYTHON_CODE = re.compile(r"(?:(?P<arrow>-*>)|\(\.\.\.\))? *[0-9]+(?: (?P<code>.*))?|\(\.\.\.\)")
 # rich's pretty tracebacks (`rich.traceback.install()`, typer apps) draw a box:
 # frames read `path/file.py:123 in func`, wrapped over several box lines when the
 # console is narrow; the code line running carries `❱`; the exception follows the

@@ -176,6 +176,8 @@ _WAITS = (
     (re.compile(r"huggingface_hub/"), "the Hugging Face Hub (downloading files or metadata)"),
     (re.compile(r"/(?:ssl|socket)\.py$|/(?:httpcore|httpx|urllib3|requests|aiohttp)/"),
      "the network"),
+    (re.compile(r"/subprocess\.py$"),
+     "a subprocess (vLLM inspects the model's class in one, and runs compilers in others)"),
     (re.compile(r"torch/distributed/|/pynccl|/shm_broadcast\.py$"),
      "other ranks (a collective or the shared-memory broadcast)"),
     (re.compile(r"/filelock/|file_baton\.py$"), "a file lock held by another process"),
@@ -196,8 +198,11 @@ def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
 
     Nothing in vLLM failed by itself; the "Engine core initialization failed"
     that follows is the interruption's echo.  If the traceback shows the
-    process blocked on the network, the Hub, other ranks or a lock, start-up
-    was stuck and the signal ended the wait.
+    process blocked on the network, the Hub, other ranks, a lock or a
+    subprocess, start-up was stuck and the signal ended the wait.  Otherwise a
+    bare `KeyboardInterrupt` is SIGINT, a person's Ctrl-C (no failure: the
+    taxonomy's `other`), and `KeyboardInterrupt: terminated` is vLLM's SIGTERM
+    handler, a supervisor killing the process (`engine-died-silently`).
     """
     phase = facts.value("last_phase")
     if event is None or phase is None or facts.value("startup_complete"):
@@ -220,20 +225,34 @@ def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
             "For other ranks: rerun with NCCL_DEBUG=INFO and check that every rank started; "
             "for a lock: make sure no other process holds it, or remove a stale lock file.",
         )
+    elif not exc.message.strip():  # no message of its own: SIGINT
+        id_ = "other/startup-stopped-by-user"
+        title = f"Start-up was stopped with Ctrl-C (SIGINT) during {phase}"
+        explanation = (
+            f"{stopped} while starting ({phase}), with no message: the process received "
+            "SIGINT, which Ctrl-C in a terminal and a notebook's interrupt send (vLLM's server "
+            "turns the SIGTERM of a supervisor into `KeyboardInterrupt: terminated` instead). "
+            "Nothing in vLLM failed; the errors that follow report the interruption."
+        )
+        fix = (
+            "Let start-up finish: check the timeline for the phase it was in; torch.compile, "
+            "CUDA-graph capture and first downloads can take minutes.",
+            "If it was stuck there, rerun with VLLM_LOGGING_LEVEL=DEBUG to see where it waits.",
+        )
     else:
         id_ = "engine-died-silently/startup-interrupted"  # the taxonomy's "killed by a signal"
         title = f"Start-up was interrupted ({exc.type}) during {phase}"
         explanation = (
-            f"{stopped} while starting ({phase}): the process received SIGINT or SIGTERM "
-            "(Ctrl-C, or a supervisor, orchestrator or job scheduler stopping it; vLLM's server "
-            "turns SIGTERM into `KeyboardInterrupt: terminated`). The errors that follow report "
-            "the interruption; nothing in vLLM failed by itself."
+            f"{stopped} while starting ({phase}): the process received a signal to stop (a "
+            "supervisor, orchestrator or job scheduler stopping it; vLLM's server turns SIGTERM "
+            "into `KeyboardInterrupt: terminated`). The errors that follow report the "
+            "interruption; nothing in vLLM failed by itself."
         )
         fix = (
             "If nobody stopped it on purpose, look for what sent the signal: a job scheduler's "
-            "time limit, a start-up timeout in the wrapper, or a terminal that closed.",
+            "time limit, a start-up timeout in the wrapper, or a container being replaced.",
             "A long start-up phase (torch.compile, weight download) is often mistaken for a "
-            "hang; check the timeline before interrupting it.",
+            "hang; check the timeline before a supervisor's start-up timeout.",
         )
     return Finding(
         id=id_,
