@@ -458,3 +458,46 @@ def test_an_ipython_code_line_after_skipped_lines_is_code_not_the_exception() ->
     ]
     [exc] = event.exceptions
     assert exc.type == "OutOfResources" and exc.message.startswith("out of resource: shared")
+
+
+def test_blank_lines_pasted_inside_a_logged_traceback_do_not_split_it() -> None:
+    """Copied from a terminal that wrapped long lines, a paste has blank lines between
+    a traceback's records; the records after them still belong to it."""
+    h = "ERROR 06-04 11:39:38 [serving_chat.py:199] "
+    [event] = _events(
+        h + "Error in preprocessing prompt inputs",
+        h + "Traceback (most recent call last):",
+        h + '  File "/v/vllm/entrypoints/chat_utils.py", line 583, in add',
+        h + "    mm_processor = mm_registry.create_processor(model_config)",
+        "",
+        h + '  File "/v/vllm/multimodal/registry.py", line 268, in create_processor',
+        "",
+        h + "ValueError: /models/x is not a multimodal model",
+    )
+    assert event.line_numbers == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert [f.function for f in event.frames] == ["add", "create_processor"]
+    assert event.exception == "ValueError: /models/x is not a multimodal model"
+    # A blank line after a record that is no traceback still ends it.
+    first, blank = _events(h + "Error in preprocessing prompt inputs", "")
+    assert (first.line_numbers, blank.line_numbers) == ((1,), (2,))
+
+
+def test_a_traceback_printed_indented_inside_other_output_is_read_as_one() -> None:
+    """pip prints a build subprocess's output indented: the traceback's own indentation
+    is what is left after the common one."""
+    events = _events(
+        "      running build_ext",
+        "      Traceback (most recent call last):",
+        '        File "C:\\Python311\\Lib\\site-packages\\torch\\utils\\cpp_extension.py", '
+        "line 407, in _check_cuda_version",
+        "          torch_cuda_version = packaging.version.parse(torch.version.cuda)",
+        "      TypeError: expected string or bytes-like object, got 'NoneType'",
+        "      [end of output]",
+        "  ERROR: Failed building wheel for vllm",
+        "Successfully built quantile-python",
+    )
+    traceback = events[1]
+    assert traceback.line_numbers == (2, 3, 4, 5)
+    assert [f.function for f in traceback.frames] == ["_check_cuda_version"]
+    assert traceback.exception == "TypeError: expected string or bytes-like object, got 'NoneType'"
+    assert all(e.exception is None for e in events if e is not traceback)

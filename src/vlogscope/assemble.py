@@ -9,7 +9,8 @@ process prefix, or the unprefixed stream) and deciding, line by line, whether
 the line continues the stream's open event:
 
 * a vLLM record continues while the header key (level, time, file:line) is
-  unchanged and the line is part of a traceback, indented, or blank;
+  unchanged and the line is part of a traceback, indented, or blank (a blank
+  line without a header continues a logged traceback too: pastes insert them);
 * a raw traceback continues through frames, the exception line, indented
   exception details and chained-exception markers.
 
@@ -210,6 +211,9 @@ class _Builder:
     rich_path: str = ""  # a frame location wrapped over box lines, so far
     fault: RaisedException | None = None  # a faulthandler dump's `Fatal Python error`
     fault_thread: bool = False  # in the crashed thread's stack (not another thread's)
+    # The indentation of a raw traceback printed inside other output (pip shows a build
+    # subprocess's output indented by six spaces): taken off each line of the event.
+    indent: str = ""
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None, int | None]:
@@ -217,9 +221,17 @@ class _Builder:
         return f.level, f.time, f.file, f.file_line
 
     def add(self, number: int, text: str) -> None:
+        if not self.numbers and self.first.fields.kind == "raw":
+            body = text.lstrip()
+            if body.startswith(_TRACEBACK_START) and body != text:
+                self.indent = text[: len(text) - len(body)]
         self.numbers.append(number)
         self.texts.append(text)
-        self._advance(number, text)
+        self._advance(number, self._own(text))
+
+    def _own(self, text: str) -> str:
+        """`text` without the indentation the whole traceback was printed with."""
+        return text[len(self.indent) :] if self.indent and text.startswith(self.indent) else text
 
     def _advance(self, number: int, text: str) -> None:
         stripped = text.strip()
@@ -376,6 +388,10 @@ class _Builder:
         f = record.fields
         text = f.message
         if self.first.fields.kind == "vllm":
+            if f.kind == "raw" and not text.strip():
+                # Pastes of wrapped terminal lines put blank lines between a logged
+                # traceback's records; the traceback goes on after them.
+                return self.state is not _TracebackState.NONE
             if f.kind != "vllm" or (f.level, f.time, f.file, f.file_line) != self.key:
                 return False
             return (
@@ -387,6 +403,7 @@ class _Builder:
             )
         if f.kind != "raw" or self.first.fields.kind != "raw":
             return False
+        text = self._own(text)
         stripped = text.strip()
         if self.fault is not None:
             return self._fault_accepts(stripped)
