@@ -83,6 +83,13 @@ class Facts:
 
 _Sink = Callable[[str, PyValue, str], None]
 
+
+def _find(needle: str, pattern: re.Pattern[str], message: str) -> re.Match[str] | None:
+    """`pattern` in `message`, after a substring test that every match passes: most
+    messages are rejected without running the regex."""
+    return pattern.search(message) if needle in message else None
+
+
 _ENGINE_CONFIG = re.compile(
     r"(?:Initializing an? (?:(?P<engine>V[01]) )?LLM engine|Dumping input data for V1 LLM engine)"
     r"(?: \(v(?P<version>[^)]+)\))? with config: (?P<body>.*)",
@@ -107,9 +114,7 @@ _CONFIG_FACTS = {
 def _engine_config(message: str, emit: _Sink) -> None:
     """`Initializing a V1 LLM engine (v0.11.0) with config: model='...', ...`
     (before 0.4: `Initializing an LLM engine with config: ...`)."""
-    if "with config: " not in message:
-        return
-    m = _ENGINE_CONFIG.search(message)
+    m = _find("with config: ", _ENGINE_CONFIG, message)
     if m is None:
         return
     if m["version"]:  # before 0.4 the line names no version
@@ -157,9 +162,7 @@ def _requested_args(message: str, emit: _Sink) -> None:
     The key `kv_cache_dtype` appears in `non-default args` only when the user
     passed a value other than the default, so its absence means `auto`.
     """
-    if "args: " not in message:
-        return
-    m = _ARGS.search(message)
+    m = _find("args: ", _ARGS, message)
     if m is None:
         return
     try:
@@ -232,9 +235,7 @@ _BACKEND_CHOSEN = re.compile(
 
 def _attention_backend(message: str, emit: _Sink) -> None:
     """`Using TRITON_MLA attention backend out of potential backends: ['TRITON_MLA'].`"""
-    if "backend" not in message:
-        return
-    m = _BACKEND_CHOSEN.search(message)
+    m = _find("backend", _BACKEND_CHOSEN, message)
     if m is None:
         return
     if m["name"]:
@@ -305,9 +306,7 @@ def _platform(message: str, emit: _Sink) -> None:
 
     A plugin platform is activated after vLLM's own detection, which may have
     found nothing: the last line says what the run ended up on."""
-    if "latform" not in message:
-        return
-    m = _PLATFORM.search(message)
+    m = _find("latform", _PLATFORM, message)
     if m is None:
         return
     if m["none"]:
