@@ -759,6 +759,25 @@ def test_an_unrecognized_error_the_engine_went_on_generating_after_is_informatio
     assert "went on serving" in caught.title
 
 
+def test_an_unrecognized_error_raised_handling_a_request_is_a_warning() -> None:
+    """A traceback through the ASGI server failed one request (HTTP 500), not the run."""
+    head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
+    request = [
+        "(APIServer pid=1) ERROR:    Exception in ASGI application",
+        "(APIServer pid=1) Traceback (most recent call last):",
+        '(APIServer pid=1)   File "/venv/starlette/responses.py", line 265, in __call__',
+        "(APIServer pid=1)     await wrap(partial(self.listen_for_disconnect, receive))",
+        "(APIServer pid=1) exceptiongroup.ExceptionGroup: unhandled errors in a TaskGroup (1 "
+        "sub-exception)",
+    ]
+    d = _diagnose_text("\n".join([*head, *request, _GENERATING, _GENERATING]))
+    assert d.verdict is Verdict.HEALTHY
+    (failed,) = [f for f in d.findings if f.id == "other/request-failed-in-api-server"]
+    assert failed.severity is Severity.WARNING
+    assert failed.title.endswith("unrecognised exceptiongroup.ExceptionGroup")
+    assert "HTTP 500" in failed.explanation
+
+
 def test_a_fatal_error_after_a_caught_one_is_still_the_root_cause() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
     root = _root(_worker_error_then_engine_death([*head, *_CAUGHT, _GENERATING]))
@@ -1178,3 +1197,46 @@ def test_a_platform_plugin_activated_after_no_platform_was_detected_is_no_failur
     assert _root(alone).id == "platform-unsupported/unspecified-platform"
     detected = "INFO 04-08 14:01:28 [__init__.py:39] Automatically detected platform cuda."
     assert _diagnose_text(detected + "\n").facts.value("platform") == "cuda"
+
+
+_BACKGROUND_DEATH = [
+    "ERROR 09-05 17:22:27 async_llm_engine.py:63] Engine background task failed",
+    "ERROR 09-05 17:22:27 async_llm_engine.py:63] Traceback (most recent call last):",
+    'ERROR 09-05 17:22:27 async_llm_engine.py:63]   File "/v/vllm/worker/model_runner.py", '
+    "line 400, in build",
+    "ERROR 09-05 17:22:27 async_llm_engine.py:63]     max_len = max(lens)",
+    "ERROR 09-05 17:22:27 async_llm_engine.py:63] ValueError: max() arg is an empty sequence",
+]
+
+
+def test_an_excerpt_that_starts_with_the_engine_running_and_dying_is_an_engine_death() -> None:
+    """vLLM reports `Engine background task failed` only for an engine that had started."""
+    root = _root(_diagnose_text("\n".join(_BACKGROUND_DEATH)))
+    assert root.id == "engine-dead-runtime/unrecognized-error"
+    assert root.explanation.startswith("The log starts with the engine running;")
+    # The same error in an excerpt that says start-up failed stays unrecognised.
+    failed = "ERROR 09-05 17:22:28 core.py:900] EngineCore failed to start."
+    assert _root(_diagnose_text("\n".join([*_BACKGROUND_DEATH, failed]))).category != (
+        "engine-dead-runtime"
+    )
+
+
+def test_an_engine_core_exception_after_the_server_started_is_no_start_up_failure() -> None:
+    """vLLM 0.8 logs `EngineCore hit an exception` for a failure while serving too."""
+    h = "ERROR 03-18 14:46:40 [core.py:341] "
+    d = _diagnose_text(
+        "\n".join(
+            [
+                "INFO:     Application startup complete.",
+                'INFO:     127.0.0.1:56084 - "POST /v1/completions HTTP/1.1" 200 OK',
+                h + "EngineCore hit an exception: Traceback (most recent call last):",
+                h + '  File "/v/vllm/v1/engine/core.py", line 368, in run_busy_loop',
+                h + "    outputs = step_fn()",
+                h + "IndexError: index 1 is out of bounds for axis 0 with size 1",
+                "CRITICAL 03-18 14:46:40 [core_client.py:269] Got fatal signal from worker "
+                "processes, shutting down. See stack trace above for root cause issue.",
+            ]
+        )
+    )
+    assert _root(d).category == "engine-dead-runtime"
+    assert all(f.id != "engine-died-silently/enginecore-failed-to-start" for f in d.findings)

@@ -1023,6 +1023,10 @@ def _unrecognized_critical(event: Event) -> Finding:
     )
 
 
+# Files of the ASGI server stack: a traceback through them was raised handling a request.
+_REQUEST_PATH = re.compile(r"/(?:starlette|fastapi|uvicorn)/")
+
+
 def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> Finding | None:
     """`unrecognized_error`, where a traceback the engine went on generating after was
     caught, not fatal.
@@ -1030,7 +1034,8 @@ def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> F
     Plugins and kernels print a traceback and fall back ("falling back to the
     pytorch implementation"); stats lines with throughput after it show the
     engine kept working.  Only when every unexplained error is of that kind is
-    the first one reported, as information.
+    the first one reported: as information, or as a warning when it was raised
+    handling a request (the ASGI server's frames), since that request failed.
     """
     caught = [e for e in events if e.line_numbers[-1] < serving_line]
     found = unrecognized_error([e for e in events if e.line_numbers[-1] >= serving_line])
@@ -1039,11 +1044,49 @@ def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> F
     survived = unrecognized_error(caught)
     if survived is None:
         return None
+    raised_in = next((e for e in caught if survived.line in e.line_numbers), None)
+    if raised_in is not None and any(_REQUEST_PATH.search(f.file) for f in raised_in.frames):
+        return dataclasses.replace(
+            survived,
+            id="other/request-failed-in-api-server",
+            severity=Severity.WARNING,
+            title="A request failed in the API server with an unrecognised "
+            + survived.title.removeprefix("Unrecognized error: "),
+            explanation=(
+                f"{survived.explanation.split(' and no signature')[0]}, raised while the API "
+                f"server handled a request: that request got an error (HTTP 500). The engine "
+                f"kept generating afterwards (line {serving_line}), so the server went on "
+                "serving; if every request fails this way, the front end is what is broken."
+            ),
+            fix=(
+                "Read the traceback from its first line; search vLLM's issues for its message.",
+                "If requests keep failing while the engine generates, try the front end in the "
+                "engine's process (`--disable-frontend-multiprocessing` on V0 releases) or "
+                "another vLLM release.",
+            ),
+        )
     why = (
         f"The engine kept generating afterwards (line {serving_line}), so this error was "
         "caught and did not stop the run."
     )
     return _demoted(survived, "the run went on serving", why)
+
+
+# Engine deaths vLLM reports only for an engine that had started: the V0 engine's
+# background loop and MQLLMEngine, and V1's fatal-error record (its EngineDeadError and
+# output handler also report a death during start-up).
+_SERVING_DEATH = re.compile(
+    r"Engine background task failed|Background loop has errored already|AsyncEngineDeadError"
+    r"|Engine loop has died|EngineCore encountered a fatal error|MQLLMEngine is already dead"
+)
+# Symptoms that say start-up failed: the run never served.
+_STARTUP_FAILED = frozenset(
+    {
+        "engine-died-silently/engine-core-init-failed",
+        "engine-died-silently/worker-init-failed",
+        "engine-died-silently/enginecore-failed-to-start",
+    }
+)
 
 
 def died_while_serving(
@@ -1054,16 +1097,25 @@ def died_while_serving(
     The taxonomy's engine-dead-runtime is exactly this: the run served, then
     the engine loop died of an earlier error.  When no signature names that
     error, "the engine died while serving, of this exception" says more than
-    "an unrecognised error", and still quotes the exception.
+    "an unrecognised error", and still quotes the exception.  An excerpt that
+    starts after start-up (no start-up line at all) counts as serving when the
+    engine's death is reported after the error: vLLM reports those deaths only
+    for an engine that had started.
     """
+    if unrecognized is None or unrecognized.id != "other/unrecognized-exception":
+        return unrecognized
     ready = facts.get("startup_complete")
-    if (
-        unrecognized is None
-        or unrecognized.id != "other/unrecognized-exception"
-        or ready is None
-        or not ready.value
-        or unrecognized.line < ready.line
+    if ready is not None and ready.value:
+        if unrecognized.line < ready.line:
+            return unrecognized
+        up, ready_line = f"The server was up (line {ready.line}), then", ready.line
+    elif (
+        ready is None
+        and facts.get("last_phase") is None
+        and not any(f.id in _STARTUP_FAILED for f in findings)
     ):
+        up, ready_line = "The log starts with the engine running;", 0
+    else:
         return unrecognized
     deaths = [
         f
@@ -1071,10 +1123,16 @@ def died_while_serving(
         if f.category == "engine-dead-runtime"
         and f.role is Role.SYMPTOM
         and f.severity is Severity.ERROR  # not the "death" of a requested shutdown
-        and f.line >= ready.line
+        and f.line >= ready_line
+        # In an excerpt, only a death that vLLM reports for a started engine counts.
+        and (ready_line or any(_SERVING_DEATH.search(e.text) for e in f.evidence))
     ]
-    # The report of this error's death, or else the last one before it (other ranks).
-    death = next((f for f in deaths if f.line >= unrecognized.line), deaths[-1] if deaths else None)
+    # The report of this error's death, or else the last one before it: other ranks, or
+    # the record that opens the error's own traceback (`Engine background task failed`).
+    death = next(
+        (f for f in deaths if max(e.line for e in f.evidence) >= unrecognized.line),
+        deaths[-1] if deaths else None,
+    )
     if death is None:
         return unrecognized
     kind = unrecognized.title.rpartition(": ")[2]
@@ -1085,7 +1143,7 @@ def died_while_serving(
         category="engine-dead-runtime",
         title=f"The engine died while serving, of an error no signature names ({kind})",
         explanation=(
-            f"The server was up (line {ready.line}), then `{cause.text[:300]}` (line "
+            f"{up} `{cause.text[:300]}` (line "
             f"{cause.line}) was raised and the engine stopped (line {death.line}: "
             f"{death.title[:1].lower()}{death.title[1:]}). Every request after that fails. "
             "No signature knows this exception: its traceback's last frames say where it "
