@@ -70,7 +70,14 @@ class _Lenient(string.Formatter):
     """Fills `{name}` from captures, then facts; a missing name reads as unknown.
 
     `{name|text}` reads `text` when the log does not say `name` (an excerpt
-    without the line that states it): a template can say what it means then.
+    without the line that states it, or a pattern group that did not take part
+    in the match): a template can say what it means then.
+
+    Examples:
+        >>> render("head size {size|unknown}", {"size": ""}, {})
+        'head size unknown'
+        >>> render("head size {size}", {"size": ""}, {})
+        'head size '
     """
 
     def __init__(self, captures: Mapping[str, str], facts: Mapping[str, PyValue]) -> None:
@@ -78,7 +85,7 @@ class _Lenient(string.Formatter):
 
     def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         name, bar, fallback = str(key).partition("|")
-        if name in self.captures:
+        if name in self.captures and (self.captures[name] or not bar):
             return self.captures[name]
         if self.facts.get(name) is not None:
             return self.facts[name]
