@@ -23,6 +23,8 @@ INNER = "(APIServer pid=8707) INFO 08-19 18:34:30 [api_server.py:1] ok"
         f"vllm-1  | {INNER}",
         f"vllm-openai-1 | {INNER}",
         f"[2025-08-19T18:34:30Z] {INNER}",
+        f"2025-08-19 18:34:30 {INNER}",
+        f"2025-08-19 18:34:30,123 {INNER}",
         "\x1b[1;36m(APIServer pid=8707)\x1b[0;0m \x1b[32mINFO\x1b[0m 08-19 18:34:30 [api_server.py:1] ok",
         f"\x1b_bk;t=1700000000000\x07{INNER}",
     ],
@@ -118,3 +120,11 @@ def test_vllm_error_records_are_not_mistaken_for_pytest_lines() -> None:
     record = "ERROR 05-14 09:10:07 [core.py:708] EngineCore failed to start."
     assert unwrap(PhysicalLine(1, record)).text == record
     assert unwrap(PhysicalLine(1, "E")).text == "E"
+
+
+def test_a_plain_time_stamp_before_a_traceback_line_keeps_its_indentation() -> None:
+    frame = '  File "/venv/urllib3/connectionpool.py", line 467, in _make_request'
+    assert unwrap(PhysicalLine(1, f"2023-11-29 11:34:19 {frame}")).text == frame
+    # TensorFlow's own lines carry a time stamp that is part of them, not a wrapper.
+    tf = "2024-09-23 17:49:44.893334: I tensorflow/core/util/port.cc:153] oneDNN custom operations"
+    assert unwrap(PhysicalLine(1, tf)).text == tf

@@ -50,6 +50,9 @@ _WRAPPERS = re.compile(
     # locale (`авг`, `août`, `Okt.`, `8月`).
     r"|(?:[^\W\d_]{2,5}\.?|[0-9]{1,2}月) [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} \S+ [\w.@/-]+"
     r"(?:\[[0-9]+\])?: "
+    # A time stamp put before every line by a wrapper (`ts`, a job runner): `2023-11-29
+    # 11:34:19 `; one space is taken, so a traceback keeps its indentation.
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,6})? (?!\| )"
     # FastChat-style workers: `2024-04-27 10:13:05 | ERROR | stderr | `.
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:,.]+ \| [A-Z]+ \| \w+ \| "
     # TorchServe: `2024-11-18T16:43:45,496 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - `.
