@@ -1240,3 +1240,29 @@ def test_an_engine_core_exception_after_the_server_started_is_no_start_up_failur
     )
     assert _root(d).category == "engine-dead-runtime"
     assert all(f.id != "engine-died-silently/enginecore-failed-to-start" for f in d.findings)
+
+
+def test_a_start_up_stopped_before_any_milestone_while_waiting_on_the_engine_was_stuck() -> None:
+    """Only the platform line was printed, then Ctrl-C while the front end waited for the
+    engine process's start-up report through a pipe."""
+    d = _diagnose_text(
+        "\n".join(
+            [
+                "INFO 04-14 19:51:04 [__init__.py:239] Automatically detected platform cuda.",
+                "^CTraceback (most recent call last):",
+                '  File "/venv/vllm/v1/utils.py", line 127, in wait_for_startup',
+                '    if self.reader.recv()["status"] != "READY":',
+                '  File "/usr/lib/python3.12/multiprocessing/connection.py", line 395, in _recv',
+                "    chunk = read(handle, remaining)",
+                "KeyboardInterrupt",
+            ]
+        )
+    )
+    root = _root(d)
+    assert root.id == "startup-hang/stopped-while-waiting"
+    assert root.title == "Start-up was stuck waiting on another process and was stopped"
+    # Without a single vLLM line, a KeyboardInterrupt says nothing about a start-up.
+    bare = _diagnose_text(
+        'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyboardInterrupt\n'
+    )
+    assert all(f.category != "startup-hang" for f in bare.findings)

@@ -181,6 +181,8 @@ _WAITS = (
     (re.compile(r"torch/distributed/|/pynccl|/shm_broadcast\.py$"),
      "other ranks (a collective or the shared-memory broadcast)"),
     (re.compile(r"/filelock/|file_baton\.py$"), "a file lock held by another process"),
+    (re.compile(r"/multiprocessing/connection\.py$"),
+     "another process (a pipe: vLLM's engine process reports its start-up through one)"),
 )  # fmt: skip
 
 
@@ -191,6 +193,10 @@ def _waiting_on(event: Event) -> str | None:
             if pattern.search(frame.file):
                 return what
     return None
+
+
+# Facts that only a vLLM process that began to start prints.
+_STARTED = ("platform", "vllm_version", "engine_config", "requested_args")
 
 
 def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
@@ -205,6 +211,8 @@ def interrupted_startup(event: Event | None, facts: Facts) -> Finding | None:
     handler, a supervisor killing the process (`engine-died-silently`).
     """
     phase = facts.value("last_phase")
+    if phase is None and any(facts.get(name) for name in _STARTED):
+        phase = "start-up"  # vLLM had started, before any milestone it names
     if event is None or phase is None or facts.value("startup_complete"):
         return None
     exc = event.exceptions[-1]
