@@ -396,21 +396,13 @@ class RunBuilder:
 
     def finish(self) -> RunDiagnosis:
         facts = self.collector.facts()
-        findings = stopped_on_request(
-            recovered_stalls(
-                survived_errors(
-                    platform_found_later(
-                        engine_argument_history(
-                            from_matches(self_explained(self.matches), facts), self.matches, facts
-                        ),
-                        facts,
-                    ),
-                    self.progress,
-                ),
-                self.progress.last_line(facts),
-            ),
-            self.shutdown.line,
-        )
+        # The signatures' findings, then what the run's other lines say of each of them.
+        findings = from_matches(self_explained(self.matches), facts)
+        findings = engine_argument_history(findings, self.matches, facts)
+        findings = platform_found_later(findings, facts)
+        findings = survived_errors(findings, self.progress)
+        findings = recovered_stalls(findings, self.progress.last_line(facts))
+        findings = stopped_on_request(findings, self.shutdown.line)
         for rule_finding in (
             fp8_kv_kernel_build(self.matches, facts),
             fp8_kv_cache_write([m.event for m in self.matches] + self.unexplained, facts),

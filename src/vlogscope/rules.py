@@ -1054,15 +1054,16 @@ def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> F
         return None
     raised_in = next((e for e in caught if survived.line in e.line_numbers), None)
     if raised_in is not None and any(_REQUEST_PATH.search(f.file) for f in raised_in.frames):
+        cause = survived.evidence[0]
+        kind = raised_in.exceptions[-1].type if raised_in.exceptions else cause.text.split(":")[0]
         return dataclasses.replace(
             survived,
             id="other/request-failed-in-api-server",
             severity=Severity.WARNING,
-            title="A request failed in the API server with an unrecognised "
-            + survived.title.removeprefix("Unrecognized error: "),
+            title=f"A request failed in the API server with an unrecognised {kind}",
             explanation=(
-                f"{survived.explanation.split(' and no signature')[0]}, raised while the API "
-                f"server handled a request: that request got an error (HTTP 500). The engine "
+                f"A traceback ends in `{cause.text[:300]}` (line {cause.line}), raised while the "
+                "API server handled a request: that request got an error (HTTP 500). The engine "
                 f"kept generating afterwards (line {serving_line}), so the server went on "
                 "serving; if every request fails this way, the front end is what is broken."
             ),
