@@ -8,7 +8,7 @@ import pytest
 import regex
 
 from support import FIXTURES, ROOT, corpus_logs
-from vlogscope.needles import may_match, required_literals
+from vlogscope.needles import NeedleIndex, may_match, required_literals
 from vlogscope.pipeline import read_events
 from vlogscope.signatures import candidate_texts, load_signatures
 from vlogscope.source import Source
@@ -87,3 +87,32 @@ def test_prefilter_agrees_with_the_regex_on_every_known_log() -> None:
                         checked += 1
                         assert may_match(sig.needles, text), (sig.id, path.name, text)
     assert checked > 50
+
+
+def test_the_needle_index_finds_what_testing_every_signature_finds() -> None:
+    """`NeedleIndex.candidates` is `may_match` over the whole catalog, in catalog
+    order, on every text of every known log (short messages are read by their
+    three-character heads) and on all of them joined (a text long enough to be
+    tested needle by needle)."""
+    signatures = list(load_signatures().values())
+    index = NeedleIndex([(s, s.needles) for s in signatures])
+    texts = [
+        "\n".join(t for _, t in candidate_texts(event))
+        for path in _logs()
+        for event in read_events(Source.from_path(path))
+    ]
+    texts.append("\n".join(texts))
+    assert len(texts[-1]) > NeedleIndex.LONG_TEXT
+    for text in texts:
+        assert index.candidates(text) == [s for s in signatures if may_match(s.needles, text)]
+
+
+@pytest.mark.parametrize(
+    "text", ["", "ab", "abc", "zzabc", "KV", "KV cache", "xKV cachex", "no needle at all"]
+)
+def test_the_needle_index_on_short_texts(text: str) -> None:
+    """Needles at either end of the text and texts shorter than a head."""
+    filed = [("kv", frozenset({"KV cache"})), ("none", None), ("abc", frozenset({"abc"}))]
+    index = NeedleIndex(filed)
+    assert index.candidates(text) == [item for item, n in filed if may_match(n, text)]
+    assert index.present(text) == frozenset(n for n in ("KV cache", "abc") if n in text)

@@ -29,7 +29,7 @@ from vlogscope.assemble import Event, EventKind, assemble
 from vlogscope.envelope import UnwrappedLine, unwrap
 from vlogscope.facts import FactCollector, Facts
 from vlogscope.findings import Finding, from_matches, rank
-from vlogscope.needles import Needles, may_match_present, present_needles
+from vlogscope.needles import NeedleIndex, Needles
 from vlogscope.records import Record, read_record
 from vlogscope.redact import Redactor
 from vlogscope.rules import (
@@ -232,18 +232,21 @@ def _is_binary_noise(text: str) -> bool:
     return text.count("\ufffd") * 8 > len(text) > 0
 
 
+def signature_index(signatures: Iterable[Signature]) -> NeedleIndex[Signature]:
+    """The signatures filed under their needles (see `NeedleIndex`)."""
+    return NeedleIndex([(s, s.needles) for s in signatures])
+
+
 def event_matches(
     event: Event,
-    signatures: Iterable[Signature],
+    signatures: Iterable[Signature] | NeedleIndex[Signature],
     guard: SignatureGuard | None = None,
-    every_needle: Needles | None = None,
 ) -> list[Match]:
     """The matches an event keeps, with the same filters `analyze` applies.
 
-    One pass over the event's text finds which of the signatures' needles
-    occur (`every_needle`, their union, is worked out here unless the caller
-    keeps it, as `RunBuilder` does); only signatures with a needle present,
-    or none at all, are searched.
+    Only the signatures with a needle in the event's texts, or none at all,
+    are searched; a caller that tries many events keeps the `signature_index`
+    instead of building it each time, as `RunBuilder` does.
     """
     if event.kind is EventKind.ROUTINE or (
         event.kind is EventKind.UVICORN and event.level == "INFO"
@@ -253,12 +256,11 @@ def event_matches(
         return []
     guard = guard or SignatureGuard()
     texts = candidate_texts(event)
-    signatures = list(signatures)
-    if every_needle is None:
-        every_needle = frozenset().union(*(s.needles or () for s in signatures))
-    present = present_needles(every_needle, "\n".join(text for _, text in texts))
-    possible = [s for s in signatures if _tried(s, event) and may_match_present(s.needles, present)]
-    return _best_matches(m for sig in possible if (m := guard.matches(sig, event, texts)))
+    index = signatures if isinstance(signatures, NeedleIndex) else signature_index(signatures)
+    possible = index.candidates("\n".join(text for _, text in texts))
+    return _best_matches(
+        m for sig in possible if _tried(sig, event) and (m := guard.matches(sig, event, texts))
+    )
 
 
 # Matches kept per signature beyond the first of each process: evidence shows at
@@ -288,7 +290,7 @@ class RunBuilder:
         self.waiting = WaitingStreak()
         self.progress = Progress()
         self.shutdown = ShutdownRequest()
-        self.every_needle: Needles = frozenset().union(*(s.needles or () for s in signatures))
+        self.by_needle = signature_index(signatures)
         # Run on every one-line record that holds one of their needles (or on every one,
         # if one of them has none): a remembered shape says nothing about them.
         self._reading_digits = [s for s in signatures if reads_digits(s)]
@@ -296,6 +298,7 @@ class RunBuilder:
             *(s.needles or () for s in self._reading_digits)
         )
         self._digits_always = any(s.needles is None for s in self._reading_digits)
+        self._digit_index = signature_index(self._reading_digits)
         # A needle without digits is in a message exactly when it is in the message's
         # shape (folding changes digits only), so its presence is remembered per shape;
         # the few needles with digits are looked for in every message.
@@ -345,14 +348,14 @@ class RunBuilder:
             or event.exceptions
             or event.kind not in (EventKind.RECORD, EventKind.UNPARSED)
         ):
-            return event_matches(event, self.signatures, self.guard, self.every_needle)
+            return event_matches(event, self.by_needle, self.guard)
         shape = (event.level or str(event.kind), _DIGITS.sub("0", event.message))
         remembered = self._shapes.get(shape)
         if remembered is None:
-            found = event_matches(event, self.signatures, self.guard, self.every_needle)
+            found = event_matches(event, self.by_needle, self.guard)
             self._shapes[shape] = (
                 tuple(m.signature for m in found if not reads_digits(m.signature)),
-                any(n in event.message for n in self._plain_needles),
+                not self._digit_index.present(event.message).isdisjoint(self._plain_needles),
             )
             return found
         known, plain_needle = remembered
@@ -371,7 +374,7 @@ class RunBuilder:
             or self._digits_always
             or any(n in event.message for n in self._numeric_needles)
         ):
-            by_digits = event_matches(event, self._reading_digits, self.guard, self._digit_needles)
+            by_digits = event_matches(event, self._digit_index, self.guard)
             if by_digits:
                 return _best_matches(found + by_digits)
         return found
