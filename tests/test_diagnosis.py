@@ -1105,6 +1105,19 @@ def test_a_message_shape_seen_before_is_still_read_for_the_digits_a_signature_na
         assert d.findings[0].evidence[0].line == 21
 
 
+def test_a_message_shape_seen_before_is_still_read_for_a_needle_with_digits() -> None:
+    """`at least 2, got 1` and `at least 1, got 0` share a shape; the signature's
+    needle `max_tokens must be at least 1, got ` must still be looked for in
+    each message of that shape."""
+    record = (
+        "ERROR 05-14 09:10:{s:02d} [serving_chat.py:1] max_tokens must be at least {n}, got {g}."
+    )
+    lines = [record.format(s=s, n=2, g=1) for s in range(20)] + [record.format(s=30, n=1, g=0)]
+    d = _diagnose_text("\n".join(lines))
+    assert [f.id for f in d.findings] == ["context-length-exceeded/negative-max-tokens"]
+    assert d.findings[0].evidence[0].line == 21
+
+
 def _weights_traceback(last: str) -> str:
     return "\n".join(
         [

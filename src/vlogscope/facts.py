@@ -329,7 +329,7 @@ _COMMAND_FLAGS = {
 
 def _command_line(message: str, emit: _Sink) -> None:
     """`... Run vllm with arguments: serve /models/x --tensor-parallel-size 3 ...`."""
-    if not _COMMAND_LINE.search(message):
+    if not _find("serve", _COMMAND_LINE, message):  # every alternative holds "serve"
         return
     for name, flag in _COMMAND_FLAGS.items():
         if m := flag.search(message):

@@ -162,7 +162,11 @@ class NeedleIndex(Generic[T]):
 
     def candidates(self, text: str) -> list[T]:
         """The items that may match `text`: a needle of theirs occurs in it, or they have none."""
+        return self.filed_under(self.present(text))
+
+    def filed_under(self, present: Needles) -> list[T]:
+        """`candidates` of a text whose `present` needles are already known."""
         chosen = set(self._always)
-        for needle in self.present(text):
+        for needle in present:
             chosen.update(self._filed[needle])
         return [self._items[i] for i in sorted(chosen)]

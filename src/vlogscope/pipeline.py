@@ -241,12 +241,14 @@ def event_matches(
     event: Event,
     signatures: Iterable[Signature] | NeedleIndex[Signature],
     guard: SignatureGuard | None = None,
+    present: Needles | None = None,
 ) -> list[Match]:
     """The matches an event keeps, with the same filters `analyze` applies.
 
     Only the signatures with a needle in the event's texts, or none at all,
     are searched; a caller that tries many events keeps the `signature_index`
-    instead of building it each time, as `RunBuilder` does.
+    instead of building it each time, as `RunBuilder` does, and may pass the
+    needles `present` in the texts if it has looked for them already.
     """
     if event.kind is EventKind.ROUTINE or (
         event.kind is EventKind.UVICORN and event.level == "INFO"
@@ -257,7 +259,9 @@ def event_matches(
     guard = guard or SignatureGuard()
     texts = candidate_texts(event)
     index = signatures if isinstance(signatures, NeedleIndex) else signature_index(signatures)
-    possible = index.candidates("\n".join(text for _, text in texts))
+    if present is None:
+        present = index.present("\n".join(text for _, text in texts))
+    possible = index.filed_under(present)
     return _best_matches(
         m for sig in possible if _tried(sig, event) and (m := guard.matches(sig, event, texts))
     )
@@ -299,15 +303,21 @@ class RunBuilder:
         )
         self._digits_always = any(s.needles is None for s in self._reading_digits)
         self._digit_index = signature_index(self._reading_digits)
+        self._digit_readers = {s.id for s in self._reading_digits}
         # A needle without digits is in a message exactly when it is in the message's
         # shape (folding changes digits only), so its presence is remembered per shape;
         # the few needles with digits are looked for in every message.
         self._numeric_needles = {n for n in self._digit_needles if any(map(str.isdigit, n))}
         self._plain_needles = self._digit_needles - self._numeric_needles
+        # A needle in a message is, digits folded, in the message's shape (a digit run
+        # of the needle folds like the run it lies in), so a shape holding none of
+        # these can skip the test of each message.
+        self._folded_numeric = {_DIGITS.sub("0", n) for n in self._numeric_needles}
         self.matches: list[Match] = []
         self._kept: dict[str, tuple[int, set[object]]] = {}  # sig id -> (count, processes)
-        # message shape -> (signatures it matched, holds a digit-free needle of _reading_digits)
-        self._shapes: dict[tuple[str, str], tuple[tuple[Signature, ...], bool]] = {}
+        # message shape -> (signatures it matched, holds a digit-free needle of
+        # _reading_digits, may hold one of the needles with digits)
+        self._shapes: dict[tuple[str, str], tuple[tuple[Signature, ...], bool, bool]] = {}
         self.unexplained: list[Event] = []
         self.first_event: Event | None = None
         self.last_event: Event | None = None
@@ -352,13 +362,15 @@ class RunBuilder:
         shape = (event.level or str(event.kind), _DIGITS.sub("0", event.message))
         remembered = self._shapes.get(shape)
         if remembered is None:
-            found = event_matches(event, self.by_needle, self.guard)
+            present = self.by_needle.present(event.message)  # the event's one text
+            found = event_matches(event, self.by_needle, self.guard, present)
             self._shapes[shape] = (
-                tuple(m.signature for m in found if not reads_digits(m.signature)),
-                not self._digit_index.present(event.message).isdisjoint(self._plain_needles),
+                tuple(m.signature for m in found if m.signature.id not in self._digit_readers),
+                not present.isdisjoint(self._plain_needles),
+                any(n in shape[1] for n in self._folded_numeric),
             )
             return found
-        known, plain_needle = remembered
+        known, plain_needle, numeric_possible = remembered
         process = (event.process, event.pid)
         found = []
         for sig in known:
@@ -372,7 +384,7 @@ class RunBuilder:
         if self._reading_digits and (
             plain_needle
             or self._digits_always
-            or any(n in event.message for n in self._numeric_needles)
+            or (numeric_possible and any(n in event.message for n in self._numeric_needles))
         ):
             by_digits = event_matches(event, self._digit_index, self.guard)
             if by_digits:
