@@ -306,7 +306,8 @@ class RunBuilder:
         self._digit_readers = {s.id for s in self._reading_digits}
         # A needle without digits is in a message exactly when it is in the message's
         # shape (folding changes digits only), so its presence is remembered per shape;
-        # the few needles with digits are looked for in every message.
+        # the few needles with digits are looked for in every message whose shape may
+        # hold them (below).
         self._numeric_needles = {n for n in self._digit_needles if any(map(str.isdigit, n))}
         self._plain_needles = self._digit_needles - self._numeric_needles
         # A needle in a message is, digits folded, in the message's shape (a digit run

@@ -120,7 +120,7 @@ def watch(
                 finished.append(run.finish())
                 run, reported = RunBuilder(len(finished) + 1, sigs), set()
             run.add(event)
-            for match in event_matches(event, sigs):
+            for match in event_matches(event, run.by_needle):
                 if match.signature.id not in reported:
                     reported.add(match.signature.id)
                     [finding] = from_matches([match], run.collector.facts())
