@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from support import FIXTURES, ROOT, corpus_logs
 from vlogscope.needles import NeedleIndex, may_match, required_literals
-from vlogscope.pipeline import _DIGITS, read_events
+from vlogscope.pipeline import _DIGITS, read_events, signature_index
 from vlogscope.signatures import candidate_texts, load_signatures
 from vlogscope.source import Source
 
@@ -97,7 +97,7 @@ def test_the_needle_index_finds_what_testing_every_signature_finds() -> None:
     three-character heads) and on all of them joined (a text long enough to be
     tested needle by needle)."""
     signatures = list(load_signatures().values())
-    index = NeedleIndex([(s, s.needles) for s in signatures])
+    index = signature_index(signatures)
     texts = [
         "\n".join(t for _, t in candidate_texts(event))
         for path in _logs()

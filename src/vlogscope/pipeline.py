@@ -298,9 +298,7 @@ class RunBuilder:
         # Run on every one-line record that holds one of their needles (or on every one,
         # if one of them has none): a remembered shape says nothing about them.
         self._reading_digits = [s for s in signatures if reads_digits(s)]
-        self._digit_needles: Needles = frozenset().union(
-            *(s.needles or () for s in self._reading_digits)
-        )
+        digit_needles: Needles = frozenset().union(*(s.needles or () for s in self._reading_digits))
         self._digits_always = any(s.needles is None for s in self._reading_digits)
         self._digit_index = signature_index(self._reading_digits)
         self._digit_readers = {s.id for s in self._reading_digits}
@@ -308,8 +306,8 @@ class RunBuilder:
         # shape (folding changes digits only), so its presence is remembered per shape;
         # the few needles with digits are looked for in every message whose shape may
         # hold them (below).
-        self._numeric_needles = {n for n in self._digit_needles if any(map(str.isdigit, n))}
-        self._plain_needles = self._digit_needles - self._numeric_needles
+        self._numeric_needles = {n for n in digit_needles if any(map(str.isdigit, n))}
+        self._plain_needles = digit_needles - self._numeric_needles
         # A needle in a message is, digits folded, in the message's shape (a digit run
         # of the needle folds like the run it lies in), so a shape holding none of
         # these can skip the test of each message.
