@@ -1,0 +1,131 @@
+"""Common fatal errors of the log-format reference (§7), each named with its own numbers.
+
+A finding is only as useful as what it tells the operator to type: these
+cases check that the title and the fix carry the values of the message
+(the sizes, the dtype, the GPU), not just its category.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from vlogscope.pipeline import analyze
+from vlogscope.source import Source
+
+_PREFIX = "(EngineCore_DP0 pid=1) ERROR 05-14 09:10:07 [core.py:936] "
+_FRAMES = (
+    "EngineCore failed to start.",
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 927, in run_engine_core',
+    "    engine_core = EngineCoreProc(*args, **kwargs)",
+)
+_VALUE_ERROR = (
+    "pydantic_core._pydantic_core.ValidationError: 1 validation error for {}\n  Value error, {}"
+)
+
+CASES = [
+    (
+        _VALUE_ERROR.format(
+            "ModelConfig",
+            "User-specified max_model_len (40000) is greater than the derived max_model_len "
+            "(max_position_embeddings=32768 or model_max_length=None in model's config.json). "
+            "To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses "
+            "relative position encoding (RoPE), positions exceeding derived_max_model_len lead "
+            "to nan. [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]",
+        ),
+        "max-model-len-too-large/above-derived",
+        "max_model_len 40000 is above the model's limit (max_position_embeddings=32768 or "
+        "model_max_length=None in model's config.json)",
+        "at or below the model's limit (32768)",
+    ),
+    (
+        _VALUE_ERROR.format(
+            "SchedulerConfig",
+            "max_num_batched_tokens (2048) is smaller than max_model_len (8192). This "
+            "effectively limits the maximum sequence length to max_num_batched_tokens and makes "
+            "vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease "
+            "max_model_len. [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]",
+        ),
+        "invalid-argument/batched-tokens-below-max-model-len",
+        "max_num_batched_tokens (2048) is below max_model_len (8192)",
+        "Raise `--max-num-batched-tokens` to 8192 or more, or lower `--max-model-len` to 2048.",
+    ),
+    (
+        "ValueError: Unknown kv cache dtype: fp9",
+        "invalid-argument/unknown-kv-cache-dtype",
+        "`fp9` is not a KV-cache dtype this vLLM accepts",
+        "`--kv-cache-dtype auto`",
+    ),
+    (
+        "AssertionError: Invalid kv_cache_dtype: 'fp8_e4m3fn'. Valid values are: ['auto', 'fp8']",
+        "invalid-argument/unknown-kv-cache-dtype",
+        "`fp8_e4m3fn` is not a KV-cache dtype this vLLM accepts",
+        "`--kv-cache-dtype auto`",
+    ),
+    (
+        "ValueError: No model architectures are specified",
+        "unsupported-architecture/no-architectures",
+        "The model's config.json names no architecture",
+        "Point `--model` at the folder",
+    ),
+    (
+        "ValueError: Quantization method specified in the model config (gptq) does not match the "
+        "quantization method specified in the `quantization` argument (awq).",
+        "quantization-unsupported/flag-disagrees-with-checkpoint",
+        "The checkpoint is quantized with gptq, but `--quantization awq` was given",
+        "Drop `--quantization`",
+    ),
+    (
+        "ValueError: Unknown quantization method: awq2. Must be one of ['awq', 'fp8', 'gptq'].",
+        "quantization-unsupported/unknown-method",
+        "This vLLM (version not in the log) does not know the quantization method awq2",
+        "typo",
+    ),
+    (
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
+        "Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly "
+        "setting the `dtype` flag in CLI, for example: --dtype=half.",
+        "gpu-arch-unsupported/bfloat16",
+        "bfloat16 needs compute capability 8.0; the Tesla T4 has 7.5",
+        "--dtype half",
+    ),
+    (
+        "ValueError: Total number of hidden layers (61) must be divisible by pipeline parallel "
+        "size (2).",
+        "tp-pp-config-invalid/not-divisible",
+        "hidden layers (61) is not divisible by the pipeline parallel size (2)",
+        "Choose a `--pipeline-parallel-size` that divides 61.",
+    ),
+    (
+        _VALUE_ERROR.format(
+            "ParallelConfig",
+            "World size (8) is larger than the number of available GPUs (4) in this node.",
+        ),
+        "tp-pp-config-invalid/more-ranks-than-devices",
+        "More ranks (8) were requested than there are GPUs (4)",
+        "at most 4",
+    ),
+    (
+        "AssertionError: Not enough allowed NUMA nodes to bind threads of 2 local CPUWorkers. "
+        "Allowed NUMA nodes are [0]. Please try to bind threads manually or decrease DP/TP/PP.",
+        "tp-pp-config-invalid/cpu-workers-exceed-numa-nodes",
+        "2 CPU workers cannot each bind to a NUMA node (allowed nodes: [0])",
+        "VLLM_CPU_OMP_THREADS_BIND",
+    ),
+]
+
+
+@pytest.mark.parametrize(("exception", "finding", "title", "fix"), CASES, ids=[c[1] for c in CASES])
+def test_a_common_fatal_error_is_named_with_the_values_of_its_message(
+    exception: str, finding: str, title: str, fix: str
+) -> None:
+    lines = [*_FRAMES, *exception.split("\n")]
+    text = "".join(f"{_PREFIX}{line}\n" for line in lines)
+    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
+    assert d.root_cause is not None
+    assert d.root_cause.id == finding
+    assert d.root_cause.title == title
+    assert fix in " ".join(d.root_cause.fix)
