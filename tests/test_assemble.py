@@ -501,3 +501,27 @@ def test_a_traceback_printed_indented_inside_other_output_is_read_as_one() -> No
     assert [f.function for f in traceback.frames] == ["_check_cuda_version"]
     assert traceback.exception == "TypeError: expected string or bytes-like object, got 'NoneType'"
     assert all(e.exception is None for e in events if e is not traceback)
+
+
+def test_a_line_after_the_frames_that_names_no_type_is_no_exception() -> None:
+    """torch.compile logs an `Original traceback:` of frames and then a hint; a paste
+    can stop inside a frame's file name.  Neither line is what was raised."""
+    w = "(Worker_TP2 pid=8) WARNING 07-17 15:08:02 [decorators.py:321] "
+    *_, compile_warning = _events(
+        w + "Compiling model again due to a load failure",
+        w + "Original traceback:",
+        w + '  File "/v/vllm/model_executor/layers/mla.py", line 170, in forward',
+        w + "    self.indexer(hidden_states, q_c, positions)",
+        w + "",
+        w + "Use tlparse to see full graph. (https://github.com/pytorch/tlparse)",
+    )
+    assert compile_warning.frames[0].function == "forward"
+    assert compile_warning.cut_off and compile_warning.exception is None
+    [cut] = _events(
+        "Traceback (most recent call last):",
+        'File "/home/user/envs/vllm/lib/python3.10/site-packages/vllm/engine/llm_engine.py", '
+        "line 471, in from_engine_args",
+        "engine = cls(",
+        'File "/home/user/mambaforge/envs/vllm',
+    )
+    assert cut.cut_off and cut.exception is None

@@ -344,7 +344,9 @@ def test_an_error_record_that_is_an_exception_line_on_its_own_fails_the_run() ->
     assert d.verdict is Verdict.FAILED
     root = _root(d)
     assert root.id == "other/unrecognized-exception"
-    assert root.title == "Unrecognized error: torch_npu.FrobnicateError"
+    assert root.title == (
+        "Unrecognized error: torch_npu.FrobnicateError: the frobnicator is out of order"
+    )
     assert root.evidence[0].line == 2
 
 

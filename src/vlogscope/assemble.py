@@ -293,12 +293,16 @@ class _Builder:
             if self.frames and not self.frames[-1].calls and (call := _CALL.search(text)):
                 self.frames[-1] = replace(self.frames[-1], calls=call[1])
         elif self.state is _TracebackState.FRAMES and stripped:
-            m = _EXCEPTION.match(stripped)
-            kind, message = (m["inner"] or m["type"], m["message"] or "") if m else (stripped, "")
-            if not message and kind.endswith("AssertionError"):
-                message = self.last_code if self.last_code.startswith("assert ") else ""
-            self.open_exception = RaisedException(kind, message, number)
+            # Python's exception line starts with the type's dotted name; anything else
+            # after the frames (torch.compile's `Use tlparse ...` under an `Original
+            # traceback:`, a paste cut inside a frame) ends them without saying what
+            # was raised.
             self.state = _TracebackState.RAISED
+            if m := _EXCEPTION.match(stripped):
+                kind, message = m["inner"] or m["type"], m["message"] or ""
+                if not message and kind.endswith("AssertionError"):
+                    message = self.last_code if self.last_code.startswith("assert ") else ""
+                self.open_exception = RaisedException(kind, message, number)
         elif self.state is _TracebackState.RAISED and self.open_exception and stripped:
             # Indented details and multi-line messages belong to the exception; rich
             # wrapped its message at the box's width, at a space.

@@ -997,7 +997,7 @@ def unrecognized_error(events: Sequence[Event]) -> Finding | None:
             id="other/unrecognized-exception",
             category="other",
             severity=Severity.ERROR,
-            title=f"Unrecognized error: {kind}",
+            title=f"Unrecognized error: {excerpt(text, kind, 120)}",  # the message says most
             explanation=(
                 f"A traceback ends in `{text[:300]}` (line {line}) and no signature explains "
                 "it. Read the traceback's last frames; if this is a vLLM failure worth a "
@@ -1144,13 +1144,13 @@ def died_while_serving(
     )
     if death is None:
         return unrecognized
-    kind = unrecognized.title.rpartition(": ")[2]
     cause = unrecognized.evidence[0]
+    raised = excerpt(cause.text, "", 120)
     return dataclasses.replace(
         unrecognized,
         id="engine-dead-runtime/unrecognized-error",
         category="engine-dead-runtime",
-        title=f"The engine died while serving, of an error no signature names ({kind})",
+        title=f"The engine died while serving, of an error no signature names ({raised})",
         explanation=(
             f"{up} `{cause.text[:300]}` (line "
             f"{cause.line}) was raised and the engine stopped (line {death.line}: "
