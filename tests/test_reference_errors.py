@@ -115,6 +115,14 @@ CASES = [
         "2 CPU workers cannot each bind to a NUMA node (allowed nodes: [0])",
         "VLLM_CPU_OMP_THREADS_BIND",
     ),
+    (
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy "
+        "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+        "initializing the engine.",
+        "cuda-oom/sampler-warmup",
+        "Out of GPU memory warming up the sampler with 256 dummy requests",
+        "Lower `--max-num-seqs` below 256",
+    ),
 ]
 
 
@@ -129,3 +137,14 @@ def test_a_common_fatal_error_is_named_with_the_values_of_its_message(
     assert d.root_cause.id == finding
     assert d.root_cause.title == title
     assert fix in " ".join(d.root_cause.fix)
+
+
+def test_a_process_that_died_unexpectedly_shows_its_exit_code() -> None:
+    text = (
+        "ERROR 05-14 09:10:07 [multiproc_executor.py:1] Worker proc VllmWorker-0 died "
+        "unexpectedly (exit code: -9), shutting down executor.\n"
+    )
+    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
+    assert d.root_cause is not None
+    assert d.root_cause.id == "engine-died-silently/process-died-unexpectedly"
+    assert "VllmWorker-0 exited (exit code -9)" in d.root_cause.explanation
