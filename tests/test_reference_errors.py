@@ -123,6 +123,32 @@ CASES = [
         "Out of GPU memory warming up the sampler with 256 dummy requests",
         "Lower `--max-num-seqs` below 256",
     ),
+    (
+        "ValueError: Torch SDPA backend does not support FP8 KV cache. Please use xFormers "
+        "backend instead.",
+        "kv-cache-dtype-unsupported/v0-backend-no-fp8",
+        "Torch SDPA does not support an FP8 KV cache",
+        "--kv-cache-dtype auto",
+    ),
+    (
+        "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints.",
+        "kv-cache-dtype-unsupported/e5m2-with-fp8-checkpoint",
+        "An fp8_e5m2 KV cache cannot be used with an FP8-quantized checkpoint",
+        "--kv-cache-dtype fp8",
+    ),
+    (
+        "ValueError: QuantizationStrategy.CHANNEL is not supported for fp8 MLA, please run with "
+        "VLLM_MLA_DISABLE=1",
+        "quantization-unsupported/mla-weight-quantization",
+        "MLA attention in this vLLM cannot run the checkpoint's weight quantization",
+        "VLLM_MLA_DISABLE=1",
+    ),
+    (
+        "NotImplementedError: Currently fp8 requires matrix absorption",
+        "quantization-unsupported/mla-fp8-needs-absorption",
+        "FP8 weights with MLA need matrix absorption, which is turned off",
+        "Unset VLLM_MLA_PERFORM_MATRIX_ABSORPTION",
+    ),
 ]
 
 
