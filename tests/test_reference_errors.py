@@ -174,3 +174,22 @@ def test_a_process_that_died_unexpectedly_shows_its_exit_code() -> None:
     assert d.root_cause is not None
     assert d.root_cause.id == "engine-died-silently/process-died-unexpectedly"
     assert "VllmWorker-0 exited (exit code -9)" in d.root_cause.explanation
+
+
+def test_an_architecture_that_failed_inspection_is_blamed_on_the_import_under_it() -> None:
+    """§7.3 #18: `failed to be inspected` points at the traceback logged before it."""
+    r = "(APIServer pid=9) ERROR 10-08 13:20:44 [registry.py:428] "
+    text = (
+        f"{r}Error in loading model architecture 'Qwen3VLForConditionalGeneration'\n"
+        f"{r}Traceback (most recent call last):\n"
+        f'{r}  File "/v/vllm/model_executor/models/registry.py", line 426, in _try_inspect\n'
+        f"{r}    return model.inspect_model_cls()\n"
+        f"{r}ImportError: cannot import name 'Qwen3VLVideoProcessor' from "
+        "'transformers.models.qwen3_vl' (/v/transformers/models/qwen3_vl/__init__.py)\n"
+        "(APIServer pid=9) ValueError: Model architectures ['Qwen3VLForConditionalGeneration'] "
+        "failed to be inspected. Please check the logs for more details.\n"
+    )
+    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
+    assert d.root_cause is not None
+    assert d.root_cause.id == "dependency-missing/import-error"
+    assert d.root_cause.title.endswith("missing or broken: transformers.models.qwen3_vl")
