@@ -149,6 +149,14 @@ CASES = [
         "FP8 weights with MLA need matrix absorption, which is turned off",
         "Unset VLLM_MLA_PERFORM_MATRIX_ABSORPTION",
     ),
+    (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
+        "total capacity of 23.55 GiB of which 1.02 GiB is free. Including non-PyTorch memory, "
+        "this process has 22.52 GiB memory in use.",
+        "cuda-oom/allocation-failed",
+        "GPU 0 out of memory: 1.50 GiB requested, 1.02 GiB free of 23.55 GiB",
+        "--gpu-memory-utilization",
+    ),
 ]
 
 
