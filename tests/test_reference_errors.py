@@ -157,6 +157,20 @@ CASES = [
         "GPU 0 out of memory: 1.50 GiB requested, 1.02 GiB free of 23.55 GiB",
         "--gpu-memory-utilization",
     ),
+    (
+        "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "distributed-init-failure/nccl-system-error",
+        "NCCL failed in a system call (unhandled system error)",
+        "--ipc=host",
+    ),
+    (
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:3356, remote process exited or there was a network error, NCCL "
+        "version 2.26.2",
+        "distributed-init-failure/nccl-remote-error",
+        "Another rank went away during an NCCL operation",
+        "Find the rank that exited first",
+    ),
 ]
 
 
