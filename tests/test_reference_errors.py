@@ -215,3 +215,18 @@ def test_an_architecture_that_failed_inspection_is_blamed_on_the_import_under_it
     assert d.root_cause is not None
     assert d.root_cause.id == "dependency-missing/import-error"
     assert d.root_cause.title.endswith("missing or broken: transformers.models.qwen3_vl")
+
+
+def test_a_fallback_with_a_decimal_point_is_filled_in() -> None:
+    """§7.2 #10 explains with `{gpu_memory_utilization|... the default is 0.9}`;
+    the `.` once made str.format print the whole explanation with its braces."""
+    exception = (
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine."
+    )
+    text = "".join(f"{_PREFIX}{line}\n" for line in [*_FRAMES, exception])
+    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
+    assert d.root_cause is not None
+    assert d.root_cause.id == "no-kv-cache-memory/no-memory-for-cache-blocks"
+    assert "budget (not in the log; the default is 0.9) is left" in d.root_cause.explanation
+    assert "{" not in d.root_cause.explanation

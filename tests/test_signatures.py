@@ -116,6 +116,19 @@ def test_lint_flags_catastrophic_regexes_and_missing_tests(tmp_path: Path) -> No
     assert any("no test" in m for m in messages)
 
 
+def test_lint_flags_a_template_that_str_format_would_leave_unfilled(tmp_path: Path) -> None:
+    """A `:` in a fallback starts a format spec; single braces around JSON do too."""
+    text = USER_SIG.format(id="other/spec", title="{port|see: the log}", regex="x")
+    text += USER_SIG.format(id="other/json", title="ok", regex="y").replace(
+        '["Call the on-call."]', r'["Pass --compilation-config {\"level\": 0} to skip it."]'
+    )
+    text += USER_SIG.format(id="other/fine", title="{limit|the default is 0.9}", regex="z")
+    _write(tmp_path / "lint", "t.toml", text)
+    sigs = {k: v for k, v in load_signatures([tmp_path / "lint"]).items() if k.startswith("other/")}
+    unfilled = {p.signature for p in lint(sigs, [tmp_path / "lint"]) if "unfilled" in p.message}
+    assert unfilled == {"other/spec", "other/json"}
+
+
 def _patterns_test(folder: Path, rule: str, test_log: str) -> tuple[int, str]:
     """`vlogscope patterns test` over a user folder of one rule and its test log."""
     _write(folder, "rule.toml", rule)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import re
+import string
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,27 @@ def _compile_error(pattern: str) -> str | None:
     return None
 
 
+def _template_error(template: str) -> str | None:
+    """Why a title, explain or fix template would be shown unfilled, or None.
+
+    Templates are `str.format` strings, filled leniently (findings.render): a
+    `:` or `!` inside braces starts a format spec or conversion, so a fallback
+    such as `{port|see: the log}`, or JSON written with single braces, would
+    leave the whole text printed as written.
+    """
+    try:
+        fields = [f for f in string.Formatter().parse(template) if f[1] is not None]
+    except ValueError as error:
+        return str(error)
+    for _, name, spec, conversion in fields:
+        if spec or conversion:
+            return (
+                f"placeholder {{{name}...}} holds `:` or `!`, which str.format reads as a "
+                "format spec: the text would be shown unfilled (write literal braces as {{ }})"
+            )
+    return None
+
+
 def lint(signatures: Mapping[str, Signature], roots: Iterable[Path]) -> list[Problem]:
     """Static checks of every signature: shape, tests present, safe regexes."""
     tested: set[str] = set()
@@ -193,6 +215,9 @@ def lint(signatures: Mapping[str, Signature], roots: Iterable[Path]) -> list[Pro
             problem("no test: add a `# ruleid:` block in patterns/tests/ or tests.fires")
         if not sig.fix:
             problem("no fix text")
+        for template in (sig.title, sig.explain, *sig.fix):
+            if error := _template_error(template):
+                problem(f"template `{template[:60]}`: {error}")
         for what, pattern in (("frame", sig.frame), ("path", sig.path)):
             if pattern is not None and (error := _compile_error(pattern.pattern)):
                 problem(f"match.{what} is not a valid regex: {error}")

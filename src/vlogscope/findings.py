@@ -73,15 +73,26 @@ class _Lenient(string.Formatter):
     without the line that states it, or a pattern group that did not take part
     in the match): a template can say what it means then.
 
+    A name is only ever looked up, never taken apart: `.` and `[` in a fallback
+    (`{limit|the default is 0.9}`) are text, not attribute or index access.
+    `:` and `!` still start a format spec or conversion (`patterns lint` says so).
+
     Examples:
         >>> render("head size {size|unknown}", {"size": ""}, {})
         'head size unknown'
         >>> render("head size {size}", {"size": ""}, {})
         'head size '
+        >>> render("utilization {u|the default is 0.9}", {}, {})
+        'utilization the default is 0.9'
     """
 
     def __init__(self, captures: Mapping[str, str], facts: Mapping[str, PyValue]) -> None:
         self.captures, self.facts = captures, facts
+
+    def get_field(
+        self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[Any, str]:
+        return self.get_value(field_name, args, kwargs), field_name
 
     def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         name, bar, fallback = str(key).partition("|")
