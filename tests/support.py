@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from vlogscope.pipeline import Diagnosis, analyze
+from vlogscope.source import Source
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "logs"
@@ -25,6 +29,11 @@ def fixture(name: str) -> Path:
     path = FIXTURES / name
     assert path.exists(), f"missing fixture {name}"
     return path
+
+
+def diagnose_text(text: str) -> Diagnosis:
+    """The diagnosis of a log given as text, as if read from a pipe."""
+    return analyze(Source.from_stream("<t>", io.BytesIO(text.encode())))
 
 
 def vlogscope_command() -> list[str]:

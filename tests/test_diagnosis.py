@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from support import fixture
+from support import diagnose_text, fixture
 from vlogscope.findings import Finding
 from vlogscope.pipeline import Diagnosis, Verdict, analyze
 from vlogscope.signatures import Severity
@@ -175,15 +175,11 @@ def test_insufficient_kv_cache_fix_gives_the_numbers_to_type() -> None:
 
 
 def test_error_finding_without_vllm_headers_is_still_a_failure() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
     )
     assert d.verdict is Verdict.FAILED
     assert "`--max-model-len 23648`" in " ".join(d.root_cause.fix)  # type: ignore[union-attr]
-
-
-def _diagnose_text(text: str) -> Diagnosis:
-    return analyze(Source.from_stream("<t>", io.BytesIO(text.encode())))
 
 
 def test_a_new_api_server_pid_starts_a_new_run() -> None:
@@ -248,7 +244,7 @@ def test_a_warning_repeated_many_times_keeps_memory_flat() -> None:
 
 
 def test_port_in_use_fix_names_the_requested_port() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "INFO 10-10 10:23:00 api_server.py:527] args: Namespace(host=None, port=19000, model='facebook/opt-125m', kv_cache_dtype='auto')\n"
         "Traceback (most recent call last):\n"
         '  File "/vllm/entrypoints/openai/api_server.py", line 530, in run_server\n'
@@ -269,7 +265,7 @@ _WAITING = (
 def test_a_log_that_ends_waiting_for_engine_cores_is_a_startup_hang() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:12]
     text = "\n".join([*head, *(_WAITING.format(s=i * 5) for i in range(8))])
-    d = _diagnose_text(text)
+    d = diagnose_text(text)
     assert d.verdict is Verdict.FAILED
     assert d.root_cause is not None and d.root_cause.id == "startup-hang/waiting-for-engine-cores"
     assert "8 times in a row" in d.root_cause.explanation
@@ -278,13 +274,13 @@ def test_a_log_that_ends_waiting_for_engine_cores_is_a_startup_hang() -> None:
 def test_waiting_for_engine_cores_during_a_start_up_that_goes_on_is_not_a_hang() -> None:
     lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
     text = "\n".join([*lines[:12], *(_WAITING.format(s=i * 5) for i in range(8)), *lines[12:]])
-    d = _diagnose_text(text)
+    d = diagnose_text(text)
     assert d.verdict is Verdict.HEALTHY
     assert all(f.category != "startup-hang" for f in d.findings)
 
 
 def test_a_log_that_stops_while_weight_shards_load_is_not_healthy() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "\n".join(
             [
                 "DEBUG 07-15 07:11:31 [diffusers_loader.py:346] Loading weights on npu:0 ...",
@@ -320,7 +316,7 @@ def _stall_finding(d: Diagnosis) -> Finding:
 
 def test_a_stall_warning_the_run_moves_on_from_is_information() -> None:
     lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
-    d = _diagnose_text("\n".join([*lines, _STALL, _STATS.format(prompt="12.7", gen="0.1")]))
+    d = diagnose_text("\n".join([*lines, _STALL, _STATS.format(prompt="12.7", gen="0.1")]))
     stall = _stall_finding(d)
     assert stall.severity is Severity.INFO
     assert f"progress afterwards (line {len(lines) + 2})" in stall.explanation
@@ -329,13 +325,13 @@ def test_a_stall_warning_the_run_moves_on_from_is_information() -> None:
 def test_a_stall_warning_with_no_progress_after_it_stays_a_warning() -> None:
     lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
     idle = _STATS.format(prompt="0.0", gen="0.0")  # an idle server's stats are not progress
-    d = _diagnose_text("\n".join([*lines, _STATS.format(prompt="9.1", gen="4.0"), _STALL, idle]))
+    d = diagnose_text("\n".join([*lines, _STATS.format(prompt="9.1", gen="4.0"), _STALL, idle]))
     assert _stall_finding(d).severity is Severity.WARNING
 
 
 def test_an_error_record_that_is_an_exception_line_on_its_own_fails_the_run() -> None:
     # A paste that starts after the traceback's frames: the exception line is all there is.
-    d = _diagnose_text(
+    d = diagnose_text(
         "(VllmWorker rank=1 pid=7) ERROR 09-03 03:02:37 [multiproc_executor.py:522]     "
         "pg.recv([tensor], src, tag).wait()\n"
         "(VllmWorker rank=1 pid=7) ERROR 09-03 03:02:37 [multiproc_executor.py:522] "
@@ -351,7 +347,7 @@ def test_an_error_record_that_is_an_exception_line_on_its_own_fails_the_run() ->
 
 
 def test_an_error_record_that_only_mentions_an_error_is_not_an_exception_line() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "(APIServer pid=1) ERROR 09-03 03:02:37 [serving.py:12] Error in request: "
         "RuntimeError: bad request body\n"
     )
@@ -360,7 +356,7 @@ def test_an_error_record_that_only_mentions_an_error_is_not_an_exception_line() 
 
 def test_a_log_that_ends_in_distributed_set_up_is_a_startup_hang() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:14]
-    d = _diagnose_text("\n".join(head))
+    d = diagnose_text("\n".join(head))
     assert d.verdict is Verdict.FAILED
     root = _root(d)
     assert root.id == "startup-hang/stopped-in-distributed-setup"
@@ -370,7 +366,7 @@ def test_a_log_that_ends_in_distributed_set_up_is_a_startup_hang() -> None:
 
 def test_a_log_that_ends_after_distributed_set_up_is_not_called_a_hang() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:18]
-    root = _root(_diagnose_text("\n".join(head)))
+    root = _root(diagnose_text("\n".join(head)))
     assert root.id == "engine-died-silently/stopped-during-startup"
     assert "weight loading" in root.title
 
@@ -396,7 +392,7 @@ def _flashinfer_build_failure(kv: str) -> str:
 
 
 def test_a_flashinfer_build_of_the_fp8_kv_kernel_is_an_unsupported_kv_dtype() -> None:
-    d = _diagnose_text(_flashinfer_build_failure("e4m3"))
+    d = diagnose_text(_flashinfer_build_failure("e4m3"))
     root = _root(d)
     assert root.id == "kv-cache-dtype-unsupported/flashinfer-fp8-kv-kernel-build"
     assert "(e4m3)" in root.title and "--kv-cache-dtype auto" in root.fix[0]
@@ -405,7 +401,7 @@ def test_a_flashinfer_build_of_the_fp8_kv_kernel_is_an_unsupported_kv_dtype() ->
 
 
 def test_a_flashinfer_build_failure_of_another_kernel_stays_a_compile_failure() -> None:
-    root = _root(_diagnose_text(_flashinfer_build_failure("bf16")))
+    root = _root(diagnose_text(_flashinfer_build_failure("bf16")))
     assert root.category == "compile-failure"
 
 
@@ -421,7 +417,7 @@ _V02_CONFIG = (
 def test_v0_gpu_blocks_that_hold_less_than_max_model_len_are_insufficient_kv_cache(
     blocks: int, fires: bool
 ) -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         f"{_V02_CONFIG}\nINFO 01-11 15:51:18 llm_engine.py:275] # GPU blocks: {blocks}, "
         "# CPU blocks: 512\n"
     )
@@ -435,7 +431,7 @@ def test_v0_gpu_blocks_that_hold_less_than_max_model_len_are_insufficient_kv_cac
 
 
 def test_a_v0_frontend_that_started_its_engine_process_and_stops_is_not_healthy() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "vllm-1  | INFO 11-18 18:07:17 api_server.py:194] Started engine process with PID 76\n"
         "vllm-1  | INFO 11-18 18:07:21 config.py:350] This model supports multiple tasks: "
         "{'embedding', 'generate'}. Defaulting to 'generate'.\n"
@@ -447,7 +443,7 @@ def test_a_v0_frontend_that_started_its_engine_process_and_stops_is_not_healthy(
 
 def test_a_traceback_cut_off_at_an_import_is_a_failed_import() -> None:
     head = "(Worker_TP0 pid=187) ERROR 01-29 22:59:30 [multiproc_executor.py:852] "
-    d = _diagnose_text(
+    d = diagnose_text(
         "\n".join(
             head + line
             for line in (
@@ -468,7 +464,7 @@ def test_a_traceback_cut_off_at_an_import_is_a_failed_import() -> None:
 
 
 def test_a_traceback_cut_off_elsewhere_stays_a_cut_off_traceback() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "Traceback (most recent call last):\n"
         '  File "/opt/vllm/vllm/v1/engine/core.py", line 97, in __init__\n'
         "    self.important = compute_something(importance)\n"
@@ -484,7 +480,7 @@ _GPUSTACK = (
 
 
 def test_a_run_with_an_odd_tensor_parallel_size_that_fails_unexplained_names_it() -> None:
-    d = _diagnose_text(_GPUSTACK.format(tp=3))
+    d = diagnose_text(_GPUSTACK.format(tp=3))
     assert d.facts.get("tensor_parallel_size") is not None
     assert d.facts.get("tensor_parallel_size").source == "command line"  # type: ignore[union-attr]
     root = _root(d)
@@ -493,20 +489,20 @@ def test_a_run_with_an_odd_tensor_parallel_size_that_fails_unexplained_names_it(
 
 
 def test_a_power_of_two_tensor_parallel_size_is_not_blamed() -> None:
-    assert _root(_diagnose_text(_GPUSTACK.format(tp=4))).category == "engine-died-silently"
+    assert _root(diagnose_text(_GPUSTACK.format(tp=4))).category == "engine-died-silently"
 
 
 def test_an_odd_tensor_parallel_size_is_not_blamed_once_weights_load() -> None:
     text = _GPUSTACK.format(tp=3) + (
         "INFO 06-19 11:30:40 [gpu_model_runner.py:1329] Starting to load model /models/gemma\n"
     )
-    d = _diagnose_text(text)
+    d = diagnose_text(text)
     assert d.facts.value("last_phase") == "weight loading"
     assert _root(d).category == "engine-died-silently"
 
 
 def test_a_driver_error_outranks_the_unspecified_platform_it_causes() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "INFO 07-30 15:32:48 [__init__.py:239] No platform detected, vLLM is running on "
         "UnspecifiedPlatform\n"
         "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:991: UserWarning: CUDA "
@@ -524,12 +520,12 @@ _PORT_NOTE = (
 
 
 def test_the_servers_own_pid_on_its_port_at_shutdown_is_not_a_port_conflict() -> None:
-    d = _diagnose_text(_PORT_NOTE.format(pid=4031182))
+    d = diagnose_text(_PORT_NOTE.format(pid=4031182))
     assert all(f.category != "port-in-use" for f in d.findings)
 
 
 def test_another_process_on_the_servers_port_is_a_port_conflict() -> None:
-    assert _root(_diagnose_text(_PORT_NOTE.format(pid=60914))).category == "port-in-use"
+    assert _root(diagnose_text(_PORT_NOTE.format(pid=60914))).category == "port-in-use"
 
 
 _ENGINE_DEAD = (
@@ -546,7 +542,7 @@ _ENGINE_DEAD = (
 
 def test_an_engine_that_dies_after_a_requested_shutdown_was_stopped() -> None:
     lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text()
-    d = _diagnose_text(
+    d = diagnose_text(
         lines + "(APIServer pid=5) INFO 08-21 10:24:34 [launcher.py:100] [shutdown] API server: "
         "shutdown triggered\n" + _ENGINE_DEAD
     )
@@ -557,13 +553,13 @@ def test_an_engine_that_dies_after_a_requested_shutdown_was_stopped() -> None:
 
 def test_an_engine_that_dies_without_a_shutdown_request_is_a_failure() -> None:
     lines = fixture("v0.16-llama31-8b-healthy-startup.log").read_text()
-    d = _diagnose_text(lines + _ENGINE_DEAD)
+    d = diagnose_text(lines + _ENGINE_DEAD)
     assert d.verdict is Verdict.FAILED and _root(d).category == "engine-dead-runtime"
 
 
 def test_an_unrecognised_worker_error_outranks_the_engine_death_it_caused() -> None:
     worker = "(Worker_TP0 pid=300) ERROR 06-13 20:09:13 [multiproc_executor.py:962] "
-    d = _diagnose_text(
+    d = diagnose_text(
         worker + "WorkerProc hit an exception.\n"
         + worker + "Traceback (most recent call last):\n"
         + worker + '  File "/venv/vllm/v1/worker/gpu_model_runner.py", line 10, in execute_model\n'
@@ -577,7 +573,7 @@ def test_an_unrecognised_worker_error_outranks_the_engine_death_it_caused() -> N
 
 
 def test_a_worker_that_died_without_a_word_while_serving_died_silently() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "(EngineCore_DP0 pid=9) ERROR 01-18 22:19:25 [multiproc_executor.py:231] Worker proc "
         "VllmWorker-0 died unexpectedly, shutting down executor.\n"
         "(EngineCore_DP0 pid=9) ERROR 01-18 22:19:26 [core.py:868] EngineCore encountered a fatal "
@@ -596,7 +592,7 @@ def test_a_worker_that_died_without_a_word_while_serving_died_silently() -> None
 
 
 def test_a_cut_off_traceback_yields_to_a_symptom_that_names_what_happened() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "Traceback (most recent call last):\n"
         '  File "/venv/vllm/entrypoints/openai/serving_chat.py", line 97, in create\n'
         "    result = await self.compute(request)\n" + _ENGINE_DEAD
@@ -606,7 +602,7 @@ def test_a_cut_off_traceback_yields_to_a_symptom_that_names_what_happened() -> N
 
 
 def test_a_traceback_that_ends_in_a_shutdown_is_not_read_for_where_it_ran() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "Traceback (most recent call last):\n"
         '  File "/venv/lib/python3.12/site-packages/torch/_dynamo/utils.py", line 542, in <lambda>\n'
         "    self.refs[idx] = weakref.ref(key, lambda ref: self._remove_id(idx))\n"
@@ -621,7 +617,7 @@ def test_a_traceback_that_ends_in_a_shutdown_is_not_read_for_where_it_ran() -> N
 def test_a_start_up_that_ends_in_keyboardinterrupt_was_interrupted() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
     core = "(EngineCore_DP0 pid=243) "
-    d = _diagnose_text(
+    d = diagnose_text(
         "\n".join(
             [
                 *head,
@@ -642,7 +638,7 @@ def test_a_start_up_that_ends_in_keyboardinterrupt_was_interrupted() -> None:
 
 def test_a_start_up_that_stops_after_stall_warnings_hung() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
-    d = _diagnose_text("\n".join([*head, _STALL, _STALL.replace("09:17:25", "09:18:25")]))
+    d = diagnose_text("\n".join([*head, _STALL, _STALL.replace("09:17:25", "09:18:25")]))
     root = _root(d)
     assert root.id == "startup-hang/stalled-until-log-end"
     assert root.title == "Start-up hung in weight loading: processes kept waiting and the log ends"
@@ -650,15 +646,13 @@ def test_a_start_up_that_stops_after_stall_warnings_hung() -> None:
 
 def test_a_start_up_that_stops_without_stall_warnings_died_silently() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:16]
-    assert (
-        _root(_diagnose_text("\n".join(head))).id == "engine-died-silently/stopped-during-startup"
-    )
+    assert _root(diagnose_text("\n".join(head))).id == "engine-died-silently/stopped-during-startup"
 
 
 def _interrupted_in(frame_file: str) -> Diagnosis:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()[:12]
     api = "(APIServer pid=1) "
-    return _diagnose_text(
+    return diagnose_text(
         "\n".join(
             [
                 *head,
@@ -699,7 +693,7 @@ def _worker_error_then_engine_death(head: list[str], fatal_record: bool = True) 
     vLLM logs only for an engine core that had started."""
     core = "(EngineCore_DP0 pid=243) "
     fatal = "ERROR 03-04 09:18:00 [core.py:946] EngineCore encountered a fatal error."
-    return _diagnose_text(
+    return diagnose_text(
         "\n".join(
             [
                 *head,
@@ -754,7 +748,7 @@ _GENERATING = (
 
 def test_an_unrecognized_error_the_engine_went_on_generating_after_is_information() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
-    d = _diagnose_text("\n".join([*head, *_CAUGHT, _GENERATING]))
+    d = diagnose_text("\n".join([*head, *_CAUGHT, _GENERATING]))
     assert d.verdict is Verdict.HEALTHY
     (caught,) = [f for f in d.findings if f.id == "other/unrecognized-exception"]
     assert caught.severity is Severity.INFO
@@ -772,7 +766,7 @@ def test_an_unrecognized_error_raised_handling_a_request_is_a_warning() -> None:
         "(APIServer pid=1) exceptiongroup.ExceptionGroup: unhandled errors in a TaskGroup (1 "
         "sub-exception)",
     ]
-    d = _diagnose_text("\n".join([*head, *request, _GENERATING, _GENERATING]))
+    d = diagnose_text("\n".join([*head, *request, _GENERATING, _GENERATING]))
     assert d.verdict is Verdict.HEALTHY
     (failed,) = [f for f in d.findings if f.id == "other/request-failed-in-api-server"]
     assert failed.severity is Severity.WARNING
@@ -790,7 +784,7 @@ def test_a_fatal_error_after_a_caught_one_is_still_the_root_cause() -> None:
 def test_an_engine_death_during_a_requested_shutdown_is_not_what_an_error_killed() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_text().splitlines()
     core = "(EngineCore_DP0 pid=243) "
-    d = _diagnose_text(
+    d = diagnose_text(
         "\n".join(
             [
                 *head,
@@ -808,7 +802,7 @@ def test_an_engine_death_during_a_requested_shutdown_is_not_what_an_error_killed
 
 def _mla_forward_crash(head: list[str]) -> Diagnosis:
     core = "(EngineCore_DP0 pid=243) "
-    return _diagnose_text(
+    return diagnose_text(
         "\n".join(
             [
                 *head,
@@ -856,7 +850,7 @@ _ZMQ_GONE = [
     "stop", ["vLLM ZMQ RPC Server was interrupted.", "Gracefully stopping http server"]
 )
 def test_a_v0_server_stopped_by_a_signal_leaves_no_error(stop: str) -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "\n".join([*_V0_SERVING, f"INFO 08-15 01:50:29 launcher.py:45] {stop}", *_ZMQ_GONE])
     )
     assert d.verdict is Verdict.HEALTHY
@@ -864,7 +858,7 @@ def test_a_v0_server_stopped_by_a_signal_leaves_no_error(stop: str) -> None:
 
 
 def test_a_lost_zmq_link_without_a_shutdown_is_a_symptom_of_a_silent_death() -> None:
-    d = _diagnose_text("\n".join([*_V0_SERVING, *_ZMQ_GONE]))
+    d = diagnose_text("\n".join([*_V0_SERVING, *_ZMQ_GONE]))
     assert _root(d).category == "engine-died-silently"
 
 
@@ -872,14 +866,14 @@ def test_the_api_servers_supported_tasks_line_means_the_engine_is_up() -> None:
     head = fixture("v0.16-llama31-8b-healthy-startup.log").read_bytes().decode().split("\n")
     without_init_line = [line for line in head[:39] if "init engine" not in line]
     assert without_init_line[-1].endswith("Supported tasks: ['generate']")
-    d = _diagnose_text("\n".join(without_init_line))
+    d = diagnose_text("\n".join(without_init_line))
     assert d.verdict is Verdict.HEALTHY
-    stopped = _diagnose_text("\n".join(without_init_line[:-1]))
+    stopped = diagnose_text("\n".join(without_init_line[:-1]))
     assert _root(stopped).id == "engine-died-silently/stopped-during-startup"
 
 
 def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700] Traceback (most recent call last):\n"
         '(EngineCore pid=911) ERROR 08-01 10:00:00 [core.py:700]   File "/venv/vllm/worker.py", '
         "line 9, in capture\n"
@@ -902,7 +896,7 @@ def test_a_multi_line_exception_fills_text_with_its_first_line() -> None:
     ],
 )
 def test_a_wrappers_printed_vllm_command_gives_the_parallel_size(command: str) -> None:
-    d = _diagnose_text(command + "\n")
+    d = diagnose_text(command + "\n")
     assert d.facts.value("tensor_parallel_size") == 6
 
 
@@ -921,7 +915,7 @@ def test_a_crash_dump_of_the_running_batch_shows_the_engine_was_serving() -> Non
 
 def test_a_traceback_whose_exception_line_is_kept_speaks_before_a_cut_off_copy() -> None:
     """A paste that cut one copy of a traceback and kept the next: the kept exception counts."""
-    d = _diagnose_text(
+    d = diagnose_text(
         "ERROR 06-19 02:49:35 [core.py:515] EngineCore failed to start.\n"
         "ERROR 06-19 02:49:35 [core.py:515] Traceback (most recent call last):\n"
         'ERROR 06-19 02:49:35 [core.py:515]   File "/venv/vllm/v1/engine/core.py", line 506, in '
@@ -938,7 +932,7 @@ def test_a_traceback_whose_exception_line_is_kept_speaks_before_a_cut_off_copy()
 
 def test_a_v0_error_record_keeps_the_exception_text_when_its_traceback_is_cut_off() -> None:
     """V0 logs `logger.exception(e)`: the record's message is the exception's own text."""
-    d = _diagnose_text(
+    d = diagnose_text(
         "ERROR 04-21 06:47:35 [engine.py:448] No module named 'vllm_ascend.lora'\n"
         "ERROR 04-21 06:47:35 [engine.py:448] Traceback (most recent call last):\n"
         'ERROR 04-21 06:47:35 [engine.py:448]   File "/venv/vllm/engine/multiprocessing/engine.py"'
@@ -949,7 +943,7 @@ def test_a_v0_error_record_keeps_the_exception_text_when_its_traceback_is_cut_of
     assert root.id == "dependency-missing/import-error"
     assert root.evidence[0].line == 1
     # An INFO record above a traceback is not an exception's text.
-    info = _diagnose_text(
+    info = diagnose_text(
         "INFO 04-21 06:47:35 [engine.py:448] No module named 'vllm_ascend.lora'\n"
         "Traceback (most recent call last):\n"
         '  File "/venv/vllm/engine/multiprocessing/engine.py", line 436, in run_mp_engine\n'
@@ -959,7 +953,7 @@ def test_a_v0_error_record_keeps_the_exception_text_when_its_traceback_is_cut_of
 
 
 def test_a_critical_record_no_signature_knows_fails_the_run() -> None:
-    d = _diagnose_text(
+    d = diagnose_text(
         "INFO 04-11 13:44:00 [api_server.py:1] vLLM API server version 0.8.4\n"
         "CRITICAL 04-11 13:45:00 [frobnicator.py:49] The frobnicator lost its marbles.\n"
     )
@@ -1115,7 +1109,7 @@ def test_a_message_shape_seen_before_is_still_read_for_a_needle_with_digits() ->
         "ERROR 05-14 09:10:{s:02d} [serving_chat.py:1] max_tokens must be at least {n}, got {g}."
     )
     lines = [record.format(s=s, n=2, g=1) for s in range(20)] + [record.format(s=30, n=1, g=0)]
-    d = _diagnose_text("\n".join(lines))
+    d = diagnose_text("\n".join(lines))
     assert [f.id for f in d.findings] == ["context-length-exceeded/negative-max-tokens"]
     assert d.findings[0].evidence[0].line == 21
 
@@ -1135,11 +1129,11 @@ def _weights_traceback(last: str) -> str:
 def test_a_guess_from_where_a_traceback_ran_says_how_the_traceback_ends() -> None:
     """Frame-based signatures speak for cut-off tracebacks and for unknown exceptions;
     their text must not claim the error line is missing when it is there."""
-    cut = _root(_diagnose_text(_weights_traceback("")))
+    cut = _root(diagnose_text(_weights_traceback("")))
     assert cut.id == "weights-load-error/traceback-in-weight-loading"
     assert cut.title.endswith("(the error line is not in the log)")
     assert "the log ends before its exception line" in cut.explanation
-    raised = _root(_diagnose_text(_weights_traceback("RuntimeError: a shard went odd")))
+    raised = _root(diagnose_text(_weights_traceback("RuntimeError: a shard went odd")))
     assert raised.id == "weights-load-error/traceback-in-weight-loading"
     assert raised.title.endswith("(an unrecognised RuntimeError)")
     assert "ends in `RuntimeError: a shard went odd` (line 5)" in raised.explanation
@@ -1158,10 +1152,10 @@ def _kv_write_failure(notice: str) -> str:
 
 def test_the_kv_cache_write_op_failing_with_an_fp8_cache_is_the_kv_dtype() -> None:
     fp8 = _kv_write_failure("Using fp8 data type to store kv cache. It reduces the GPU memory.")
-    root = _root(_diagnose_text(fp8))
+    root = _root(diagnose_text(fp8))
     assert root.id == "kv-cache-dtype-unsupported/kv-cache-write-failed"
     assert "ReshapeCacheOperation" in root.title and "(fp8, line 1)" in root.explanation
-    plain = _diagnose_text(_kv_write_failure("Chunked prefill is enabled."))
+    plain = diagnose_text(_kv_write_failure("Chunked prefill is enabled."))
     assert all(f.category != "kv-cache-dtype-unsupported" for f in plain.findings)
 
 
@@ -1176,7 +1170,7 @@ _V0_OFFLINE = [
 
 def test_a_v0_offline_engine_is_ready_once_graph_capture_finished() -> None:
     """V0 up to 0.6 prints nothing after capture; an `LLM(...)` run is then up."""
-    d = _diagnose_text("\n".join(_V0_OFFLINE))
+    d = diagnose_text("\n".join(_V0_OFFLINE))
     assert d.verdict is Verdict.HEALTHY and not d.findings
     assert d.facts.value("startup_complete") is True
 
@@ -1184,12 +1178,12 @@ def test_a_v0_offline_engine_is_ready_once_graph_capture_finished() -> None:
 def test_a_v0_server_that_stops_after_graph_capture_has_not_started() -> None:
     """A server goes on to start its API: stopping here is still mid-start-up."""
     server = ["INFO 06-12 13:25:30 api_server.py:177] vLLM API server version 0.5.0", *_V0_OFFLINE]
-    root = _root(_diagnose_text("\n".join(server)))
+    root = _root(diagnose_text("\n".join(server)))
     assert root.category == "engine-died-silently"
     v1 = "\n".join(_V0_OFFLINE).replace(
         "Initializing an LLM engine", "Initializing a V1 LLM engine"
     )
-    assert _root(_diagnose_text(v1)).category == "engine-died-silently"
+    assert _root(diagnose_text(v1)).category == "engine-died-silently"
 
 
 _NO_PLATFORM = (
@@ -1207,11 +1201,11 @@ def test_a_platform_plugin_activated_after_no_platform_was_detected_is_no_failur
         platform = d.facts.get("platform")
         assert platform is not None and (platform.value, platform.line) == ("kunlun", 2)
         assert not d.findings and d.verdict is not Verdict.FAILED
-    alone = _diagnose_text(_NO_PLATFORM + "\n")
+    alone = diagnose_text(_NO_PLATFORM + "\n")
     assert alone.facts.value("platform") == "unspecified"
     assert _root(alone).id == "platform-unsupported/unspecified-platform"
     detected = "INFO 04-08 14:01:28 [__init__.py:39] Automatically detected platform cuda."
-    assert _diagnose_text(detected + "\n").facts.value("platform") == "cuda"
+    assert diagnose_text(detected + "\n").facts.value("platform") == "cuda"
 
 
 _BACKGROUND_DEATH = [
@@ -1226,12 +1220,12 @@ _BACKGROUND_DEATH = [
 
 def test_an_excerpt_that_starts_with_the_engine_running_and_dying_is_an_engine_death() -> None:
     """vLLM reports `Engine background task failed` only for an engine that had started."""
-    root = _root(_diagnose_text("\n".join(_BACKGROUND_DEATH)))
+    root = _root(diagnose_text("\n".join(_BACKGROUND_DEATH)))
     assert root.id == "engine-dead-runtime/unrecognized-error"
     assert root.explanation.startswith("The log starts with the engine running;")
     # The same error in an excerpt that says start-up failed stays unrecognised.
     failed = "ERROR 09-05 17:22:28 core.py:900] EngineCore failed to start."
-    assert _root(_diagnose_text("\n".join([*_BACKGROUND_DEATH, failed]))).category != (
+    assert _root(diagnose_text("\n".join([*_BACKGROUND_DEATH, failed]))).category != (
         "engine-dead-runtime"
     )
 
@@ -1239,7 +1233,7 @@ def test_an_excerpt_that_starts_with_the_engine_running_and_dying_is_an_engine_d
 def test_an_engine_core_exception_after_the_server_started_is_no_start_up_failure() -> None:
     """vLLM 0.8 logs `EngineCore hit an exception` for a failure while serving too."""
     h = "ERROR 03-18 14:46:40 [core.py:341] "
-    d = _diagnose_text(
+    d = diagnose_text(
         "\n".join(
             [
                 "INFO:     Application startup complete.",
@@ -1260,7 +1254,7 @@ def test_an_engine_core_exception_after_the_server_started_is_no_start_up_failur
 def test_a_start_up_stopped_before_any_milestone_while_waiting_on_the_engine_was_stuck() -> None:
     """Only the platform line was printed, then Ctrl-C while the front end waited for the
     engine process's start-up report through a pipe."""
-    d = _diagnose_text(
+    d = diagnose_text(
         "\n".join(
             [
                 "INFO 04-14 19:51:04 [__init__.py:239] Automatically detected platform cuda.",
@@ -1277,7 +1271,7 @@ def test_a_start_up_stopped_before_any_milestone_while_waiting_on_the_engine_was
     assert root.id == "startup-hang/stopped-while-waiting"
     assert root.title == "Start-up was stuck waiting on another process and was stopped"
     # Without a single vLLM line, a KeyboardInterrupt says nothing about a start-up.
-    bare = _diagnose_text(
+    bare = diagnose_text(
         'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyboardInterrupt\n'
     )
     assert all(f.category != "startup-hang" for f in bare.findings)

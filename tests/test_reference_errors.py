@@ -7,12 +7,10 @@ cases check that the title and the fix carry the values of the message
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from vlogscope.pipeline import analyze
-from vlogscope.source import Source
+from support import diagnose_text
+from vlogscope.findings import Finding
 
 _PREFIX = "(EngineCore_DP0 pid=1) ERROR 05-14 09:10:07 [core.py:936] "
 _FRAMES = (
@@ -24,6 +22,19 @@ _FRAMES = (
 _VALUE_ERROR = (
     "pydantic_core._pydantic_core.ValidationError: 1 validation error for {}\n  Value error, {}"
 )
+
+
+def _in_traceback(exception: str) -> str:
+    """The exception line(s) at the end of an EngineCore start-up traceback."""
+    lines = [*_FRAMES, *exception.split("\n")]
+    return "".join(f"{_PREFIX}{line}\n" for line in lines)
+
+
+def _root(text: str) -> Finding:
+    d = diagnose_text(text)
+    assert d.root_cause is not None
+    return d.root_cause
+
 
 CASES = [
     (
@@ -178,13 +189,10 @@ CASES = [
 def test_a_common_fatal_error_is_named_with_the_values_of_its_message(
     exception: str, finding: str, title: str, fix: str
 ) -> None:
-    lines = [*_FRAMES, *exception.split("\n")]
-    text = "".join(f"{_PREFIX}{line}\n" for line in lines)
-    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
-    assert d.root_cause is not None
-    assert d.root_cause.id == finding
-    assert d.root_cause.title == title
-    assert fix in " ".join(d.root_cause.fix)
+    root = _root(_in_traceback(exception))
+    assert root.id == finding
+    assert root.title == title
+    assert fix in " ".join(root.fix)
 
 
 def test_a_process_that_died_unexpectedly_shows_its_exit_code() -> None:
@@ -192,10 +200,9 @@ def test_a_process_that_died_unexpectedly_shows_its_exit_code() -> None:
         "ERROR 05-14 09:10:07 [multiproc_executor.py:1] Worker proc VllmWorker-0 died "
         "unexpectedly (exit code: -9), shutting down executor.\n"
     )
-    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
-    assert d.root_cause is not None
-    assert d.root_cause.id == "engine-died-silently/process-died-unexpectedly"
-    assert "VllmWorker-0 exited (exit code -9)" in d.root_cause.explanation
+    root = _root(text)
+    assert root.id == "engine-died-silently/process-died-unexpectedly"
+    assert "VllmWorker-0 exited (exit code -9)" in root.explanation
 
 
 def test_an_architecture_that_failed_inspection_is_blamed_on_the_import_under_it() -> None:
@@ -211,10 +218,9 @@ def test_an_architecture_that_failed_inspection_is_blamed_on_the_import_under_it
         "(APIServer pid=9) ValueError: Model architectures ['Qwen3VLForConditionalGeneration'] "
         "failed to be inspected. Please check the logs for more details.\n"
     )
-    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
-    assert d.root_cause is not None
-    assert d.root_cause.id == "dependency-missing/import-error"
-    assert d.root_cause.title.endswith("missing or broken: transformers.models.qwen3_vl")
+    root = _root(text)
+    assert root.id == "dependency-missing/import-error"
+    assert root.title.endswith("missing or broken: transformers.models.qwen3_vl")
 
 
 def test_a_fallback_with_a_decimal_point_is_filled_in() -> None:
@@ -224,9 +230,7 @@ def test_a_fallback_with_a_decimal_point_is_filled_in() -> None:
         "ValueError: No available memory for the cache blocks. Try increasing "
         "`gpu_memory_utilization` when initializing the engine."
     )
-    text = "".join(f"{_PREFIX}{line}\n" for line in [*_FRAMES, exception])
-    d = analyze(Source.from_stream("<reference>", io.BytesIO(text.encode())))
-    assert d.root_cause is not None
-    assert d.root_cause.id == "no-kv-cache-memory/no-memory-for-cache-blocks"
-    assert "budget (not in the log; the default is 0.9) is left" in d.root_cause.explanation
-    assert "{" not in d.root_cause.explanation
+    root = _root(_in_traceback(exception))
+    assert root.id == "no-kv-cache-memory/no-memory-for-cache-blocks"
+    assert "budget (not in the log; the default is 0.9) is left" in root.explanation
+    assert "{" not in root.explanation
