@@ -1,4 +1,5 @@
-"""Common fatal errors of the log-format reference (§7), each named with its own numbers.
+"""Common fatal errors, each named with its own numbers: those of the log-format
+reference (§7), then frequent ones of vLLM's issues that the catalog names by what failed.
 
 A finding is only as useful as what it tells the operator to type: these
 cases check that the title and the fix carry the values of the message
@@ -24,9 +25,10 @@ _VALUE_ERROR = (
 )
 
 
-def _in_traceback(exception: str) -> str:
-    """The exception line(s) at the end of an EngineCore start-up traceback."""
-    lines = [*_FRAMES, *exception.split("\n")]
+def _in_traceback(exception: str, frames: tuple[str, ...] = ()) -> str:
+    """The exception line(s) at the end of an EngineCore start-up traceback, under
+    `frames` (`File ...` and source lines) after the engine's own."""
+    lines = [*_FRAMES, *frames, *exception.split("\n")]
     return "".join(f"{_PREFIX}{line}\n" for line in lines)
 
 
@@ -182,6 +184,88 @@ CASES = [
         "Another rank went away during an NCCL operation",
         "Find the rank that exited first",
     ),
+    (
+        "ValueError: Insufficient devices for 2D mesh: found 1, expected 8 for mesh shape (1, 8).",
+        "tp-pp-config-invalid/tpu-mesh-too-few-devices",
+        "The TPU mesh needs 8 devices; JAX found 1",
+        "so that their product is at most 1",
+    ),
+    (
+        "ValueError: To serve at least one request with the model's max seq len (100000), (4.26 "
+        "GiB KV cach",
+        "insufficient-kv-cache/v1-needed-exceeds-available-cut",
+        "The KV cache that fits cannot hold one 100000-token request",
+        "--max-model-len",
+    ),
+    (
+        "ValueError: `limit_mm_per_prompt` is only supported for multimodal models.",
+        "unsupported-architecture/multimodal-option-on-text-model",
+        "`limit_mm_per_prompt` was rejected: this vLLM does not see the model as multimodal",
+        "supported-models list",
+    ),
+    (
+        "NotImplementedError: Could not run '_C_cache_ops::reshape_and_cache' with arguments "
+        "from the 'CPU' backend.",
+        "dependency-missing/compiled-op-missing",
+        "vLLM's compiled extension lacks an op this platform needs",
+        "the CPU, ROCm or CUDA wheel",
+    ),
+    (
+        "RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist",
+        "compile-failure/nvcc-not-found",
+        "A just-in-time kernel build needs nvcc, and no CUDA toolkit was found",
+        "CUDA_HOME",
+    ),
+    (
+        "subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '/root/.cache/flashinfer/"
+        "120f/cached_ops/sampling', '-f', '/root/.cache/flashinfer/120f/cached_ops/sampling/"
+        "build.ninja']' returned non-zero exit status 1",
+        "compile-failure/jit-extension-build-failed",
+        "The just-in-time build of the `sampling` kernels failed",
+        "VLLM_USE_FLASHINFER_SAMPLER=0",
+    ),
+    (
+        "torch._inductor.exc.InductorError: RuntimeError: PTX .version 8.4 does not support "
+        ".target sm_120a",
+        "compile-failure/ptxas-target-unsupported",
+        "ptxas cannot compile for sm_120a: the CUDA toolchain Triton uses is older than this GPU",
+        "TRITON_PTXAS_PATH",
+    ),
+    (
+        "torch._inductor.exc.InductorError: RuntimeError: Failed to run autotuning code block: "
+        "[Errno 122] Disk quota exceeded: '/home/u/.cache/vllm/torch_compile_cache/x'",
+        "compile-failure/compile-cache-disk-full",
+        "torch.compile could not write its cache: Disk quota exceeded",
+        "VLLM_CACHE_ROOT",
+    ),
+    (
+        "torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', "
+        "'/tmp/tmp6415_gei/cuda_utils.c', '-O3', '-shared', '-fPIC', '-lcuda']' returned "
+        "non-zero exit status 1.",
+        "compile-failure/triton-launcher-build-failed",
+        "Triton could not build its C launcher with /usr/bin/gcc",
+        "python3.12-dev",
+    ),
+    (
+        "ValueError: The supplied chat template string (/templates/chat.jinja) appears "
+        "path-like, but doesn't exist!",
+        "tokenizer-error/chat-template-path-missing",
+        "The chat template file /templates/chat.jinja does not exist",
+        "absolute path",
+    ),
+    (
+        "AttributeError: 'MistralTokenizer' object has no attribute 'convert_tokens_to_ids'. "
+        "Did you mean: 'convert_tokens_to_string'?",
+        "tokenizer-error/mistral-tokenizer-attribute",
+        "The Mistral tokenizer lacks `convert_tokens_to_ids`, which this code path needs",
+        "--tokenizer-mode hf",
+    ),
+    (
+        "openai_harmony.HarmonyError: invalid tiktoken vocab file: hash mismatch",
+        "tokenizer-error/harmony-vocab-file",
+        "gpt-oss's tokenizer vocabulary (the tiktoken file) could not be loaded",
+        "TIKTOKEN_ENCODINGS_BASE",
+    ),
 ]
 
 
@@ -234,3 +318,55 @@ def test_a_fallback_with_a_decimal_point_is_filled_in() -> None:
     assert root.id == "no-kv-cache-memory/no-memory-for-cache-blocks"
     assert "budget (not in the log; the default is 0.9) is left" in root.explanation
     assert "{" not in root.explanation
+
+
+def test_a_gpu_the_torch_build_lacks_is_named_with_its_architecture() -> None:
+    text = (
+        "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+        "PyTorch installation.\n"
+        "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 "
+        "sm_86 sm_90.\n"
+    ) + _in_traceback(
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    )
+    root = _root(text)
+    assert root.id == "gpu-arch-unsupported/torch-build-lacks-arch"
+    assert (
+        root.title
+        == "The installed PyTorch has no kernels for the NVIDIA GeForce RTX 5090 (sm_120)"
+    )
+
+
+_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 23.55 GiB of which 1.02 GiB is free."
+)
+
+
+@pytest.mark.parametrize(
+    ("function", "finding", "remedy"),
+    [
+        ("load_model", "cuda-oom/loading-weights", "--tensor-parallel-size"),
+        ("profile_run", "cuda-oom/memory-profiling", "--max-num-batched-tokens"),
+        ("capture_model", "cuda-oom/cuda-graph-capture", "--enforce-eager"),
+        ("initialize_kv_cache", "cuda-oom/kv-cache-allocation", "one after another"),
+        ("wake_up", "cuda-oom/sleep-mode-wake-up", "wake_up(tags="),
+    ],
+)
+def test_out_of_memory_is_named_by_the_step_its_traceback_ran_in(
+    function: str, finding: str, remedy: str
+) -> None:
+    frames = (
+        f'  File "/usr/lib/python3.12/site-packages/vllm/worker.py", line 10, in {function}',
+        "    self.step()",
+    )
+    root = _root(_in_traceback(_OOM, frames))
+    assert root.id == finding
+    assert "(2.00 GiB)" in root.explanation
+    assert remedy in " ".join(root.fix)
+
+
+def test_out_of_memory_outside_a_known_step_keeps_pytorchs_numbers() -> None:
+    root = _root(_in_traceback(_OOM))
+    assert root.id == "cuda-oom/allocation-failed"
+    assert root.title == "GPU 0 out of memory: 2.00 GiB requested, 1.02 GiB free of 23.55 GiB"
