@@ -261,6 +261,21 @@ CASES = [
         "--tokenizer-mode hf",
     ),
     (
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+        "'namespace/repo_name': '/models/llama-8b'. Use `repo_type` argument if needed.",
+        "model-not-found-or-gated/local-path-missing",
+        "/models/llama-8b is neither a model directory here nor a Hugging Face repository ID",
+        "`ls /models/llama-8b` in the container",
+    ),
+    (
+        "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find an appropriate cached "
+        "snapshot folder for the specified revision on the local disk and outgoing traffic has "
+        "been disabled.",
+        "model-not-found-or-gated/offline-not-cached",
+        "Offline, and the model is not in the Hugging Face cache",
+        "huggingface-cli download",
+    ),
+    (
         "openai_harmony.HarmonyError: invalid tiktoken vocab file: hash mismatch",
         "tokenizer-error/harmony-vocab-file",
         "gpt-oss's tokenizer vocabulary (the tiktoken file) could not be loaded",
@@ -370,3 +385,14 @@ def test_out_of_memory_outside_a_known_step_keeps_pytorchs_numbers() -> None:
     root = _root(_in_traceback(_OOM))
     assert root.id == "cuda-oom/allocation-failed"
     assert root.title == "GPU 0 out of memory: 2.00 GiB requested, 1.02 GiB free of 23.55 GiB"
+
+
+def test_a_safetensors_lookup_vllm_survives_is_not_a_missing_model() -> None:
+    """vLLM logs its failed safetensors-metadata look-up at ERROR and goes on loading
+    the local directory; that line names no failure."""
+    text = (
+        "(APIServer pid=1) ERROR 03-02 07:08:46 [config.py:307] Error retrieving safetensors: "
+        "Repo id must be in the form 'repo_name' or 'namespace/repo_name': '/models/x'. Use "
+        "`repo_type` argument if needed., retrying 1 of 2\n"
+    )
+    assert not any(f.category == "model-not-found-or-gated" for f in diagnose_text(text).findings)
