@@ -207,7 +207,8 @@ CASES = [
         "NotImplementedError: Could not run '_C_cache_ops::reshape_and_cache' with arguments "
         "from the 'CPU' backend.",
         "dependency-missing/compiled-op-missing",
-        "vLLM's compiled extension lacks an op this platform needs",
+        "vLLM's compiled extension has no `_C_cache_ops::reshape_and_cache`: a build for another "
+        "platform, or a broken one",
         "the CPU, ROCm or CUDA wheel",
     ),
     (
@@ -274,6 +275,32 @@ CASES = [
         "model-not-found-or-gated/offline-not-cached",
         "Offline, and the model is not in the Hugging Face cache",
         "huggingface-cli download",
+    ),
+    (
+        "ValueError: torch.bfloat16 is not supported for quantization method awq. Supported "
+        "dtypes: [torch.float16]",
+        "quantization-unsupported/dtype",
+        "awq quantization does not run in bfloat16; it supports [torch.float16]",
+        "--dtype float16",
+    ),
+    (
+        "ValueError: Cannot find the config file for awq",
+        "quantization-unsupported/flag-without-checkpoint-config",
+        "`--quantization awq` was given, but the checkpoint has no awq configuration",
+        "Drop `--quantization`",
+    ),
+    (
+        "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+        "weights-load-error/safetensors-header",
+        "A safetensors file is truncated or is not a safetensors file (HeaderTooLarge)",
+        "git lfs pull",
+    ),
+    (
+        "ImportError: /venv/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi",
+        "dependency-missing/extension-torch-abi-mismatch",
+        "_C.abi3.so was compiled against another PyTorch than the one installed (undefined symbol)",
+        "without upgrading torch afterwards",
     ),
     (
         "openai_harmony.HarmonyError: invalid tiktoken vocab file: hash mismatch",
