@@ -69,6 +69,29 @@ def test_skimmed_and_full_agree_on_generated_logs(failure: str) -> None:
     assert _key(data, True) == _key(data, False)
 
 
+def test_a_second_api_servers_routine_line_is_not_a_restart_in_either_mode() -> None:
+    """Two servers writing to one file: the other server's stats line, which the skim
+    counts without reading, must not start a new launch in a full parse either."""
+    stats = (
+        b"INFO 10-07 10:45:22 [loggers.py:127] Engine 00%d: Avg prompt throughput: 760.3 "
+        b"tokens/s, Avg generation throughput: 41.9 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+        b"GPU KV cache usage: 2.9%%, Prefix cache hit rate: 0.0%%\n"
+    )
+    data = (
+        b"(APIServer pid=61318) ERROR 10-07 10:45:15 [serving_chat.py:263] ValueError: This "
+        b"model's maximum context length is 40960 tokens. However, your request has 91714 "
+        b"input tokens. Please reduce the length of the input messages.\n"
+        + b"(APIServer pid=61318) "
+        + stats % 2
+        + b"(APIServer pid=65691) "
+        + stats % 0
+    )
+    full = _key(data, False)
+    assert full == _key(data, True)
+    assert len(full[3]) == 1  # one run
+    assert [f[0] for f in full[1]] == ["context-length-exceeded/request-too-long"]
+
+
 @pytest.mark.parametrize(
     "line",
     [

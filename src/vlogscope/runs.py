@@ -10,7 +10,9 @@ A new run starts at a *launch marker* — the start-up banner, `vLLM API
 server version`, `non-default args:`, `args: Namespace(...)` — when the
 current run already had a marker of that kind; at an engine config line
 from a process that already printed one in this run (offline `LLM()`
-restarts print no argument lines); or when the `(APIServer pid=N)` changes.
+restarts print no argument lines); or when the `(APIServer pid=N)` changes on a
+line that is not routine (a stats line of a second server writing to the same
+file is not a restart, and `diagnose` never reads routine lines one by one).
 
 Examples:
     >>> from vlogscope.assemble import Event, EventKind
@@ -28,6 +30,7 @@ from __future__ import annotations
 import re
 
 from vlogscope.assemble import Event, EventKind
+from vlogscope.skim import is_routine_record
 
 _LAUNCH_MARKERS = (
     ("args", re.compile(r"^(?:non-default args: |args: Namespace\()")),
@@ -63,7 +66,11 @@ class RunSplitter:
     def starts_new_run(self, event: Event) -> bool:
         if event.kind is not EventKind.RECORD:
             return False
-        if event.process == "APIServer" and event.pid is not None:
+        if (
+            event.process == "APIServer"
+            and event.pid is not None
+            and not is_routine_record(event.level, event.message)
+        ):
             # One launch has one API server; another pid is a restarted server.
             if self._api_server_pid not in (None, event.pid):
                 self._reset()

@@ -99,6 +99,22 @@ def is_routine(raw: bytes) -> bool:
     return ROUTINE_LINE.fullmatch(raw) is not None and _routine_part(raw, 0, len(raw))[0] > 0
 
 
+_MATTERS_AT_START = re.compile(_MATTERS)
+
+
+def is_routine_record(level: str | None, message: str) -> bool:
+    """Would the skim count a vLLM record with this level and message as routine?
+
+    Stages after the skim that look at single records (run splitting) ask this
+    so that a full parse and a skimmed one reach the same conclusions.
+    """
+    return (
+        level in ("INFO", "DEBUG")
+        and _MATTERS_AT_START.match(message.encode()) is None
+        and not _under_pressure(message)
+    )
+
+
 Stats = list[tuple[int, str]]  # (where the line starts, its message) per stats line
 
 
