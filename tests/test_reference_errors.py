@@ -423,3 +423,13 @@ def test_a_safetensors_lookup_vllm_survives_is_not_a_missing_model() -> None:
         "`repo_type` argument if needed., retrying 1 of 2\n"
     )
     assert not any(f.category == "model-not-found-or-gated" for f in diagnose_text(text).findings)
+
+
+def test_a_quoted_log_line_loses_its_padding_in_the_explanation() -> None:
+    """Explanations quote the matched line inside a sentence: runs of spaces that align
+    columns in the log would read as holes there; the evidence keeps the line as printed."""
+    root = _root(
+        _in_traceback("RuntimeError: Triton Error [CUDA]:     device kernel image is invalid")
+    )
+    assert "`RuntimeError: Triton Error [CUDA]: device kernel image is invalid`" in root.explanation
+    assert any("[CUDA]:     device" in e.text for e in root.evidence)

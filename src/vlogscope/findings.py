@@ -189,8 +189,9 @@ def from_matches(matches: Iterable[Match], facts: Facts) -> list[Finding]:
         # A named group that did not take part in the match reads as empty text.
         optional = dict.fromkeys(sig.message.groupindex, "") if sig.message is not None else {}
         # `{text}` stands inside a sentence: the matched line, not a multi-line exception
-        # message (the evidence keeps all of it).
-        text = first.text.partition("\n")[0][:300]
+        # message, and without the indentation and column padding of the log (the
+        # evidence keeps all of it as printed).
+        text = " ".join(first.text.partition("\n")[0].split())[:300]
         captures = {
             **optional,
             **_ending(first),
