@@ -303,6 +303,20 @@ CASES = [
         "without upgrading torch afterwards",
     ),
     (
+        "AssertionError: Attempted to load weight (torch.Size([4096, 12288])) into parameter "
+        "(torch.Size([4096, 8192]))",
+        "weights-load-error/tensor-shape-mismatch",
+        "A checkpoint tensor of shape torch.Size([4096, 12288]) does not fit the model's "
+        "parameter of shape torch.Size([4096, 8192])",
+        "--tensor-parallel-size 1",
+    ),
+    (
+        "OSError: [Errno 24] Too many open files: '/dev/shm/psm_1a2b'",
+        "other/too-many-open-files",
+        "The process ran out of file descriptors (too many open files)",
+        "ulimit -n 65536",
+    ),
+    (
         "openai_harmony.HarmonyError: invalid tiktoken vocab file: hash mismatch",
         "tokenizer-error/harmony-vocab-file",
         "gpt-oss's tokenizer vocabulary (the tiktoken file) could not be loaded",
