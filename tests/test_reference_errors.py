@@ -447,3 +447,18 @@ def test_a_quoted_log_line_loses_its_padding_in_the_explanation() -> None:
     )
     assert "`RuntimeError: Triton Error [CUDA]: device kernel image is invalid`" in root.explanation
     assert any("[CUDA]:     device" in e.text for e in root.evidence)
+
+
+def test_a_missing_header_in_a_runtime_build_is_the_cause_of_the_failed_launcher() -> None:
+    """The compiler's own error comes before the exception that quotes its command."""
+    text = (
+        "/tmp/tmp6415_gei/cuda_utils.c:5:10: fatal error: Python.h: No such file or directory\n"
+    ) + _in_traceback(
+        "torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', "
+        "'/tmp/tmp6415_gei/cuda_utils.c', '-O3', '-shared', '-fPIC', '-lcuda']' returned "
+        "non-zero exit status 1."
+    )
+    d = diagnose_text(text)
+    assert d.root_cause is not None
+    assert d.root_cause.title == "A just-in-time build could not find the header Python.h"
+    assert any(f.id == "compile-failure/triton-launcher-build-failed" for f in d.findings)
