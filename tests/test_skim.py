@@ -10,7 +10,7 @@ from support import FIXTURES, corpus_logs, generated_log, needs_genlog
 from vlogscope.envelope import strip_escapes
 from vlogscope.grammar import parse_line
 from vlogscope.pipeline import analyze
-from vlogscope.skim import is_routine
+from vlogscope.skim import is_routine, is_routine_record
 from vlogscope.source import Source
 
 LOGS = (
@@ -67,6 +67,23 @@ def test_skimmed_and_full_diagnoses_are_the_same(path) -> None:  # type: ignore[
 def test_skimmed_and_full_agree_on_generated_logs(failure: str) -> None:
     data = generated_log(20000, 3, failure)
     assert _key(data, True) == _key(data, False)
+
+
+def test_the_record_level_routine_test_agrees_with_the_line_pattern() -> None:
+    """Run splitting asks `is_routine_record` of parsed records; the skim decides on raw
+    lines. Over every fixture and corpus line they must say the same."""
+    checked = 0
+    for path in LOGS:
+        for raw in path.read_bytes().splitlines(keepends=True):
+            text = raw.rstrip(b"\r\n")
+            if b"\r" in text:
+                continue  # several physical lines for the skim
+            fields = parse_line(strip_escapes(text.decode("utf-8", "replace")))
+            if fields.kind != "vllm" or fields.level not in ("INFO", "DEBUG"):
+                continue
+            checked += 1
+            assert is_routine_record(fields.level, fields.message) == is_routine(text + b"\n"), raw
+    assert checked > 300
 
 
 def test_a_second_api_servers_routine_line_is_not_a_restart_in_either_mode() -> None:
