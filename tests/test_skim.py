@@ -86,6 +86,14 @@ def test_the_record_level_routine_test_agrees_with_the_line_pattern() -> None:
     assert checked > 300
 
 
+def test_routine_lines_joined_by_caret_carriage_returns_are_counted_alike() -> None:
+    """A `^M` splits a line for the full parse, so the skim must not count it as one."""
+    stats = b"INFO 05-14 09:10:07 [loggers.py:1] Engine 000: Running: 3 reqs"
+    data = (stats + b"\n") * 3 + stats + b"^M" + stats + b"\n" + (stats + b"\n") * 2
+    assert _key(data, True) == _key(data, False)
+    assert _key(data, False)[0] == 7
+
+
 def test_a_second_api_servers_routine_line_is_not_a_restart_in_either_mode() -> None:
     """Two servers writing to one file: the other server's stats line, which the skim
     counts without reading, must not start a new launch in a full parse either."""

@@ -97,3 +97,26 @@ def test_cr_only_line_ends_still_split_into_lines() -> None:
         "second line",
         "third line",
     ]
+
+
+def test_records_of_one_process_joined_by_carriage_returns_are_all_kept() -> None:
+    """Alike starts (the same process prefix) do not make two records one redrawn bar."""
+    h = "(APIServer pid=7) ERROR 08-22 21:36:14 [serving_chat.py:250] "
+    data = f"{h}Error in preprocessing prompt inputs\r{h}Traceback (most recent call last):\n"
+    assert _texts(Source.from_stream("x", io.BytesIO(data.encode()))) == [
+        f"{h}Error in preprocessing prompt inputs",
+        f"{h}Traceback (most recent call last):",
+    ]
+
+
+def test_a_carriage_return_in_caret_notation_ends_a_line() -> None:
+    """A paste through `cat -v` or a pager shows `\\r` as `^M`; a regular expression
+    that a message quotes (`^Model`) keeps its caret."""
+    h = "^[[1;36m(APIServer pid=7)^[[0;0m ERROR 08-22 21:36:14 [serving_chat.py:250] "
+    data = f"{h}Error in preprocessing prompt inputs^M{h}Traceback (most recent call last):^M\n"
+    data += "WARNING 08-22 21:36:15 [registry.py:1] no file matches ^Model.*\n"
+    assert _texts(Source.from_stream("x", io.BytesIO(data.encode()))) == [
+        f"{h}Error in preprocessing prompt inputs",
+        f"{h}Traceback (most recent call last):",
+        "WARNING 08-22 21:36:15 [registry.py:1] no file matches ^Model.*",
+    ]

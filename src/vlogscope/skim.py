@@ -120,11 +120,12 @@ Stats = list[tuple[int, str]]  # (where the line starts, its message) per stats 
 
 def _routine_part(data: bytes, start: int, stop: int) -> tuple[int, Stats]:
     """Where the routine lines RUN matched in data[start:stop] really end, and
-    their stats lines: the run stops before the first line holding a `\r`
-    (split_line may cut it into several lines) or a stats line that matters."""
-    cr = data.find(b"\r", start, stop)
-    if cr >= 0:
-        stop = data.rfind(b"\n", start, cr) + 1 or start
+    their stats lines: the run stops before the first line holding a `\r` or its
+    caret notation `^M` (split_line may cut it into several lines) or a stats line
+    that matters."""
+    for cr in (data.find(b"\r", start, stop), data.find(b"^M", start, stop)):
+        if cr >= 0:
+            stop = min(stop, data.rfind(b"\n", start, cr) + 1 or start)
     stats = _stats_lines(data, start, stop)
     for i, (line_start, message) in enumerate(stats):
         if _under_pressure(message):

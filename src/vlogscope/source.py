@@ -77,9 +77,24 @@ _BAR_STATE = re.compile(r"%\||it/s\]|s/it\]|% Completed|\[\d+:\d\d(?::\d\d)?[<,\
 _PREFIX_ONLY = re.compile(r"(?:\x1b\[[0-9;]*m)*\([^()\r\n]{1,120}\)(?:\x1b\[[0-9;]*m)* ?")
 
 
+# A vLLM record's header: two states that each carry one are two records, not a redraw,
+# however alike their starts (the same process prefix).
+_RECORD_HEADER = re.compile(r"(?:INFO|DEBUG|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
+
+
 def _is_redraw(states: list[str]) -> bool:
     """tqdm redraws one bar; other `\\r`-separated text is old-Mac (CR-only) line ends."""
-    return len({s[:12] for s in states}) == 1 or any(_BAR_STATE.search(s) for s in states)
+    if any(_BAR_STATE.search(s) for s in states):
+        return True
+    if sum(1 for s in states if _RECORD_HEADER.search(s)) > 1:
+        return False
+    return len({s[:12] for s in states}) == 1
+
+
+# A carriage return copied in caret notation (`cat -v`, a pager, an editor that shows
+# control characters): `^M` where a line ends or the next one starts, not a `^M...`
+# inside a regular expression that a message quotes.
+_CARET_CR = re.compile(r"\^M(?=$|\^\[|\x1b|\(|\s|(?:INFO|DEBUG|WARNING|ERROR|CRITICAL) )")
 
 
 def split_line(raw: bytes) -> list[str]:
@@ -87,10 +102,13 @@ def split_line(raw: bytes) -> list[str]:
 
     A trailing `\\r` (CRLF, and the `\\r\\r\\n` a pseudo-terminal makes of it) is
     dropped; a progress bar's redraws collapse to the last state; a file with
-    CR-only line ends is split at each `\\r`.
+    CR-only line ends is split at each `\\r`. A `^M` in caret notation counts
+    as the `\\r` it stands for.
     """
     raw = raw.removesuffix(b"\n").rstrip(b"\r")
     text = raw.decode("utf-8", errors="replace")
+    if "^M" in text:
+        text = _CARET_CR.sub("\r", text).rstrip("\r")
     if "\r" not in text:
         return [text]
     states = [state for state in text.split("\r") if state]
