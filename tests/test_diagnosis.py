@@ -1277,3 +1277,57 @@ def test_a_start_up_stopped_before_any_milestone_while_waiting_on_the_engine_was
         'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyboardInterrupt\n'
     )
     assert all(f.category != "startup-hang" for f in bare.findings)
+
+
+def _serving_then(traceback_frames: list[str], exception: str) -> str:
+    """A server that started and reported throughput, then a raw traceback."""
+    stats = (
+        "(APIServer pid=5) INFO 03-26 21:59:{s:02d} [loggers.py:127] Engine 000: Avg prompt "
+        "throughput: 760.3 tokens/s, Avg generation throughput: {s}.0 tokens/s, Running: 1 reqs, "
+        "Waiting: 0 reqs, GPU KV cache usage: 2.9%, Prefix cache hit rate: 0.0%\n"
+    )
+    head = (
+        "(APIServer pid=5) INFO 03-26 21:59:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+    )
+    lines = [stats.format(s=s) for s in (10, 20)]
+    worker = "(CursorLoopWorker pid=57714) "
+    tb = [f"{worker}Traceback (most recent call last):\n"]
+    tb += [f"{worker}{line}\n" for line in traceback_frames]
+    tb.append(f"{worker}{exception}\n")
+    return head + "".join(lines) + "".join(tb) + stats.format(s=30)
+
+
+def test_an_application_traceback_beside_a_serving_vllm_is_a_warning_not_a_failure() -> None:
+    d = diagnose_text(
+        _serving_then(
+            [
+                '  File "/srv/app/cursor/env_and_state.py", line 470, in update_state',
+                "    self._extract_action(observation, output_text)",
+                '  File "/srv/app/cursor/env_and_state.py", line 270, in _extract_action',
+                "    action, x, y = extractor(output_text)",
+            ],
+            "TypeError: cannot unpack non-iterable NoneType object",
+        )
+    )
+    assert d.verdict is Verdict.HEALTHY
+    app = [f for f in d.findings if f.id == "other/application-error-outside-vllm"]
+    assert len(app) == 1 and app[0].severity is Severity.WARNING
+    assert "(CursorLoopWorker)" in app[0].title and "cannot unpack" in app[0].title
+
+
+def test_a_traceback_through_vllm_beside_a_serving_vllm_is_still_reported() -> None:
+    d = diagnose_text(
+        _serving_then(
+            [
+                '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/async_llm.py", line 9, '
+                "in generate",
+                "    out = await self.engine_core.get_output_async()",
+                '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core_client.py", '
+                "line 7, in get_output_async",
+                "    raise self._format_exception(outputs)",
+            ],
+            "TypeError: cannot unpack non-iterable NoneType object",
+        )
+    )
+    assert not any(f.id == "other/application-error-outside-vllm" for f in d.findings)
+    assert any("cannot unpack" in f.title for f in d.findings)

@@ -1035,6 +1035,35 @@ def _unrecognized_critical(event: Event) -> Finding:
 _REQUEST_PATH = re.compile(r"/(?:starlette|fastapi|uvicorn)/")
 
 
+def _outside_vllm(event: Event) -> bool:
+    """A traceback whose frames all lie outside vLLM and its plugins: the application's
+    own code (an RL trainer's worker, a client script) that runs beside the server."""
+    return len(event.frames) >= 2 and not any("vllm" in f.file.lower() for f in event.frames)
+
+
+def _application_error(events: Sequence[Event], serving_line: int) -> Finding | None:
+    """An unrecognised traceback that never passes through vLLM, once vLLM was serving:
+    a warning about the application, not a failure of the server."""
+    found = unrecognized_error(events)
+    if found is None:
+        return None
+    cause = found.evidence[0]
+    where = f" ({cause.process})" if cause.process else ""
+    return dataclasses.replace(
+        found,
+        id="other/application-error-outside-vllm",
+        severity=Severity.WARNING,
+        title=f"An error in the application beside vLLM{where}: {excerpt(cause.text, '', 100)}",
+        explanation=(
+            f"A traceback ends in `{cause.text[:300]}` (line {cause.line}), and none of its "
+            "frames is in vLLM or a vLLM plugin: the code that raised it is the application's "
+            f"(a trainer, an agent loop, a client script). vLLM was serving (line {serving_line}), "
+            "so this does not say the server failed."
+        ),
+        fix=("Read the traceback in the application's code; vLLM needs no change for it.",),
+    )
+
+
 def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> Finding | None:
     """`unrecognized_error`, where a traceback the engine went on generating after was
     caught, not fatal.
@@ -1045,6 +1074,10 @@ def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> F
     the first one reported: as information, or as a warning when it was raised
     handling a request (the ASGI server's frames), since that request failed.
     """
+    if serving_line and (outside := [e for e in events if _outside_vllm(e)]):
+        inside = [e for e in events if not _outside_vllm(e)]
+        found = unrecognized_after_progress(inside, serving_line)
+        return found if found is not None else _application_error(outside, serving_line)
     caught = [e for e in events if e.line_numbers[-1] < serving_line]
     found = unrecognized_error([e for e in events if e.line_numbers[-1] >= serving_line])
     if found is not None or not caught:
