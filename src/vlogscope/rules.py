@@ -1049,18 +1049,30 @@ def _application_error(events: Sequence[Event], serving_line: int) -> Finding | 
         return None
     cause = found.evidence[0]
     where = f" ({cause.process})" if cause.process else ""
+    return _as_warning(
+        found,
+        "other/application-error-outside-vllm",
+        f"An error in the application beside vLLM{where}: {excerpt(cause.text, '', 100)}",
+        "and none of its frames is in vLLM or a vLLM plugin: the code that raised it is the "
+        "application's (a trainer, an agent loop, a client script). vLLM was serving (line "
+        f"{serving_line}), so this does not say the server failed.",
+        ("Read the traceback in the application's code; vLLM needs no change for it.",),
+    )
+
+
+def _as_warning(
+    found: Finding, finding_id: str, title: str, what: str, fix: tuple[str, ...]
+) -> Finding:
+    """An unrecognised traceback that is no failure of the run, said as a warning:
+    `what` goes on from "A traceback ends in `<its line>` (line N), ..."."""
+    cause = found.evidence[0]
     return dataclasses.replace(
         found,
-        id="other/application-error-outside-vllm",
+        id=finding_id,
         severity=Severity.WARNING,
-        title=f"An error in the application beside vLLM{where}: {excerpt(cause.text, '', 100)}",
-        explanation=(
-            f"A traceback ends in `{cause.text[:300]}` (line {cause.line}), and none of its "
-            "frames is in vLLM or a vLLM plugin: the code that raised it is the application's "
-            f"(a trainer, an agent loop, a client script). vLLM was serving (line {serving_line}), "
-            "so this does not say the server failed."
-        ),
-        fix=("Read the traceback in the application's code; vLLM needs no change for it.",),
+        title=title,
+        explanation=f"A traceback ends in `{cause.text[:300]}` (line {cause.line}), {what}",
+        fix=fix,
     )
 
 
@@ -1089,18 +1101,14 @@ def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> F
     if raised_in is not None and any(_REQUEST_PATH.search(f.file) for f in raised_in.frames):
         cause = survived.evidence[0]
         kind = raised_in.exceptions[-1].type if raised_in.exceptions else cause.text.split(":")[0]
-        return dataclasses.replace(
+        return _as_warning(
             survived,
-            id="other/request-failed-in-api-server",
-            severity=Severity.WARNING,
-            title=f"A request failed in the API server with an unrecognised {kind}",
-            explanation=(
-                f"A traceback ends in `{cause.text[:300]}` (line {cause.line}), raised while the "
-                "API server handled a request: that request got an error (HTTP 500). The engine "
-                f"kept generating afterwards (line {serving_line}), so the server went on "
-                "serving; if every request fails this way, the front end is what is broken."
-            ),
-            fix=(
+            "other/request-failed-in-api-server",
+            f"A request failed in the API server with an unrecognised {kind}",
+            "raised while the API server handled a request: that request got an error (HTTP "
+            f"500). The engine kept generating afterwards (line {serving_line}), so the server "
+            "went on serving; if every request fails this way, the front end is what is broken.",
+            (
                 "Read the traceback from its first line; search vLLM's issues for its message.",
                 "If requests keep failing while the engine generates, try the front end in the "
                 "engine's process (`--disable-frontend-multiprocessing` on V0 releases) or "
