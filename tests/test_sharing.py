@@ -125,3 +125,11 @@ def test_diff_text_output_and_stdin_side() -> None:
     text = result.stdout.decode()
     assert result.returncode == 0
     assert "verdict" in text and "healthy" in text and "failed" in text
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html"])
+@pytest.mark.parametrize(("lines", "said"), [(1, "(1 line)"), (2, "(2 lines)")])
+def test_every_format_says_the_size_of_the_input_in_words(fmt: str, lines: int, said: str) -> None:
+    log = b"INFO 05-14 09:10:07 [api_server.py:1] vLLM API server version 0.5.0\n" * lines
+    result = run_cli("diagnose", "-", "--format", fmt, stdin=log)
+    assert said in result.stdout.decode()

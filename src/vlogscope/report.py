@@ -104,6 +104,11 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
     }
 
 
+def line_count(lines: int) -> str:
+    """`1 line`, `12,345 lines`: how every format says the size of the input."""
+    return f"{lines:,} line{'' if lines == 1 else 's'}"
+
+
 def redaction_note(d: Diagnosis) -> str:
     """`3 ip, 1 hf-token` — distinct values replaced by placeholders, per kind."""
     return ", ".join(f"{n} {kind}" for kind, n in sorted(d.redactions.items())) or "nothing"
@@ -243,7 +248,7 @@ def render_text(d: Diagnosis, console: Console) -> None:
     head = Table.grid(padding=(0, 2))
     head.add_column(overflow="fold")
     head.add_column(no_wrap=True)
-    count = Text(f"({d.lines:,} line{'' if d.lines == 1 else 's'})", style="dim")
+    count = Text(f"({line_count(d.lines)})", style="dim")
     head.add_row(_plain(d.source, "bold"), count)
     console.print(head)
     if len(d.runs) > 1:

@@ -15,7 +15,7 @@ from html import escape
 
 from vlogscope.findings import Finding
 from vlogscope.pipeline import Diagnosis
-from vlogscope.report import SHOWN_FACTS, redaction_note, run_summary, safe, to_jsonable
+from vlogscope.report import SHOWN_FACTS, line_count, redaction_note, run_summary, safe, to_jsonable
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -53,7 +53,9 @@ def _facts(d: Diagnosis) -> str:
 
 
 def html_body(d: Diagnosis) -> str:
-    parts = [f"<p><b>{_e(d.source)}</b> ({d.lines} lines) — verdict <b>{_e(d.verdict)}</b></p>"]
+    parts = [
+        f"<p><b>{_e(d.source)}</b> ({line_count(d.lines)}) — verdict <b>{_e(d.verdict)}</b></p>"
+    ]
     if len(d.runs) > 1:
         parts.append(f"<p><i>{_e(run_summary(d))}</i></p>")
     if d.root_cause is not None:

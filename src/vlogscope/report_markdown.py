@@ -19,7 +19,7 @@ import re
 
 from vlogscope.findings import Finding
 from vlogscope.pipeline import Diagnosis
-from vlogscope.report import SHOWN_FACTS, redaction_note, run_summary, safe, to_jsonable
+from vlogscope.report import SHOWN_FACTS, line_count, redaction_note, run_summary, safe, to_jsonable
 
 
 def fence(text: str) -> str:
@@ -39,7 +39,7 @@ def _evidence_block(f: Finding) -> list[str]:
 
 
 def render_markdown(d: Diagnosis) -> str:
-    out = [f"## vlogscope: {d.verdict} — `{cell(d.source)}` ({d.lines} lines)", ""]
+    out = [f"## vlogscope: {d.verdict} — `{cell(d.source)}` ({line_count(d.lines)})", ""]
     if len(d.runs) > 1:
         out += [f"*{cell(run_summary(d))}*", ""]
     root = d.root_cause
