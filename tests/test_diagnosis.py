@@ -1331,3 +1331,20 @@ def test_a_traceback_through_vllm_beside_a_serving_vllm_is_still_reported() -> N
     )
     assert not any(f.id == "other/application-error-outside-vllm" for f in d.findings)
     assert any("cannot unpack" in f.title for f in d.findings)
+
+
+def test_a_traceback_in_installed_packages_alone_is_not_blamed_on_the_application() -> None:
+    """Ray's or torch's frames without vLLM's may still be the server failing."""
+    d = diagnose_text(
+        _serving_then(
+            [
+                '  File "/usr/lib/python3.12/site-packages/ray/_private/worker.py", line 9, in get',
+                "    raise value.as_instanceof_cause()",
+                '  File "/usr/lib/python3.12/site-packages/ray/_private/serialization.py", line 7, '
+                "in deserialize",
+                "    return self._deserialize_object(data)",
+            ],
+            "TypeError: cannot unpack non-iterable NoneType object",
+        )
+    )
+    assert not any(f.id == "other/application-error-outside-vllm" for f in d.findings)

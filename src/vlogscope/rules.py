@@ -1035,10 +1035,22 @@ def _unrecognized_critical(event: Event) -> Finding:
 _REQUEST_PATH = re.compile(r"/(?:starlette|fastapi|uvicorn)/")
 
 
+# Where installed packages and the standard library live; a frame elsewhere is the
+# application's own code.
+_INSTALLED = re.compile(r"site-packages|dist-packages|[/\\]lib[/\\]python\d|^<")
+
+
 def _outside_vllm(event: Event) -> bool:
-    """A traceback whose frames all lie outside vLLM and its plugins: the application's
-    own code (an RL trainer's worker, a client script) that runs beside the server."""
-    return len(event.frames) >= 2 and not any("vllm" in f.file.lower() for f in event.frames)
+    """A traceback raised in the application's own code (an RL trainer's worker, a
+    client script) beside the server: none of its frames is in vLLM or a vLLM plugin,
+    and at least one is outside the installed packages (a traceback in Ray's or
+    torch's code alone may still be vLLM's failure)."""
+    files = [f.file for f in event.frames]
+    return (
+        len(files) >= 2
+        and not any("vllm" in f.lower() for f in files)
+        and any(not _INSTALLED.search(f) for f in files)
+    )
 
 
 def _application_error(events: Sequence[Event], serving_line: int) -> Finding | None:
