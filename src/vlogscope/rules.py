@@ -1098,8 +1098,11 @@ def unrecognized_after_progress(events: Sequence[Event], serving_line: int) -> F
     the first one reported: as information, or as a warning when it was raised
     handling a request (the ASGI server's frames), since that request failed.
     """
-    if serving_line and (outside := [e for e in events if _outside_vllm(e)]):
-        inside = [e for e in events if not _outside_vllm(e)]
+    outside: list[Event] = []
+    inside: list[Event] = []
+    for event in events:
+        (outside if serving_line and _outside_vllm(event) else inside).append(event)
+    if outside:
         found = unrecognized_after_progress(inside, serving_line)
         return found if found is not None else _application_error(outside, serving_line)
     caught = [e for e in events if e.line_numbers[-1] < serving_line]

@@ -79,7 +79,8 @@ _PREFIX_ONLY = re.compile(r"(?:\x1b\[[0-9;]*m)*\([^()\r\n]{1,120}\)(?:\x1b\[[0-9
 
 # A vLLM record's header: two states that each carry one are two records, not a redraw,
 # however alike their starts (the same process prefix).
-_RECORD_HEADER = re.compile(r"(?:INFO|DEBUG|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
+_LEVEL = r"(?:INFO|DEBUG|WARNING|ERROR|CRITICAL) "
+_RECORD_HEADER = re.compile(_LEVEL + r"\d\d-\d\d \d\d:\d\d:\d\d")
 
 
 def _is_redraw(states: list[str]) -> bool:
@@ -94,7 +95,7 @@ def _is_redraw(states: list[str]) -> bool:
 # A carriage return copied in caret notation (`cat -v`, a pager, an editor that shows
 # control characters): `^M` where a line ends or the next one starts, not a `^M...`
 # inside a regular expression that a message quotes.
-_CARET_CR = re.compile(r"\^M(?=$|\^\[|\x1b|\(|\s|(?:INFO|DEBUG|WARNING|ERROR|CRITICAL) )")
+_CARET_CR = re.compile(r"\^M(?=$|\^\[|\x1b|\(|\s|" + _LEVEL + ")")
 
 
 def split_line(raw: bytes) -> list[str]:
